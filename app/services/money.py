@@ -1,0 +1,74 @@
+"""Conversion between the decimal strings of the API and the integers kept inside.
+
+Amounts are kopecks, quantities thousandths of a unit, percents basis points
+(hundredths of a percent). Parsing works on the text itself, so no float ever
+sees a value.
+"""
+
+import re
+
+# [0-9] rather than \d: \d also matches non-ASCII digits such as "٣".
+_DECIMAL = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?")
+
+
+def _parse_fixed(text: object, *, places: int, int_digits: int, example: str) -> int:
+    """Return ``text`` as an integer count of 10**-places units, or raise ValueError."""
+    message = (
+        f"must be a decimal string with at most {int_digits} integer and "
+        f"{places} fractional digits, e.g. \"{example}\""
+    )
+    if not isinstance(text, str):
+        raise ValueError(message)
+    match = _DECIMAL.fullmatch(text)
+    if match is None:
+        raise ValueError(message)
+    sign, whole, fraction = match.groups()
+    fraction = fraction or ""
+    if len(whole) > int_digits or len(fraction) > places:
+        raise ValueError(message)
+    value = int(whole) * 10**places + int(fraction.ljust(places, "0"))
+    return -value if sign else value
+
+
+def _format_fixed(value: int, places: int) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an int, got {type(value).__name__}")
+    whole, fraction = divmod(abs(value), 10**places)
+    sign = "-" if value < 0 else ""
+    return f"{sign}{whole}.{fraction:0{places}d}"
+
+
+def parse_amount(text: str) -> int:
+    """Kopecks from "7", "1.5", "-20.50"; the sign is left to the caller."""
+    return _parse_fixed(text, places=2, int_digits=18, example="150.00")
+
+
+def format_amount(kopecks: int) -> str:
+    """Always two fractional digits: 15000 -> "150.00", -5 -> "-0.05"."""
+    return _format_fixed(kopecks, 2)
+
+
+def parse_quantity(text: str) -> int:
+    """Thousandths of a unit from "1.250"; a quantity is always positive."""
+    milli = _parse_fixed(text, places=3, int_digits=12, example="1.250")
+    if milli <= 0:
+        raise ValueError("must be greater than zero")
+    return milli
+
+
+def format_quantity(milli: int) -> str:
+    """Always three fractional digits: 1250 -> "1.250"."""
+    return _format_fixed(milli, 3)
+
+
+def parse_percent(text: str) -> int:
+    """Basis points from "5" or "33.33", between 0 and 100 percent inclusive."""
+    bp = _parse_fixed(text, places=2, int_digits=3, example="5.00")
+    if not 0 <= bp <= 10_000:
+        raise ValueError("must be between 0 and 100")
+    return bp
+
+
+def format_percent(bp: int) -> str:
+    """Always two fractional digits: 500 -> "5.00"."""
+    return _format_fixed(bp, 2)
