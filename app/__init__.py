@@ -1,0 +1,83 @@
+"""The Loyalty API: `create_app()` is settings → extensions → blueprints → errors → CLI."""
+from __future__ import annotations
+
+from flask import Flask
+
+from app.config import INSTANCE_DIR, Settings
+
+API_BLUEPRINTS = (
+    "app.api.system", "app.api.company", "app.api.credentials",
+)
+
+
+def create_app(settings: Settings | None = None) -> Flask:
+    settings = settings or Settings.from_env()
+    app = Flask(__name__, instance_path=str(INSTANCE_DIR))
+    configure(app, settings)
+    register_database(app, settings)
+    register_api(app)
+    register_delivery(app, settings)
+    register_cli(app)
+    return app
+
+
+def configure(app: Flask, settings: Settings) -> None:
+    from app.logs import configure_logging
+
+    configure_logging(settings.log_level)
+    app.config.update(
+        SETTINGS=settings,
+        MAX_CONTENT_LENGTH=settings.max_content_length,
+        API_TITLE="Loyalty API",
+        API_VERSION="0.1.0",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/",
+        OPENAPI_JSON_PATH="openapi.json",
+        OPENAPI_SWAGGER_UI_PATH="/docs",
+        OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/",
+        JSON_SORT_KEYS=False,
+    )
+    app.json.sort_keys = False
+    app.json.ensure_ascii = False
+
+
+def register_database(app: Flask, settings: Settings) -> None:
+    from app.db import make_engine, make_session_factory
+
+    if settings.is_sqlite:
+        INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.database_url)
+    app.extensions["engine"] = engine
+    app.extensions["session_factory"] = make_session_factory(engine)
+
+
+def register_api(app: Flask) -> None:
+    from importlib import import_module
+
+    from app.api.base import Api, document_operations
+    from app.errors import register_error_handlers
+    from app.requests import register_request_hooks
+
+    api = Api(app, spec_kwargs={"info": {"description": "Loyalty programme public API"}})
+    for module in API_BLUEPRINTS:
+        api.register_blueprint(import_module(module).blp)
+    document_operations(api, app)
+    register_error_handlers(app)
+    register_request_hooks(app)
+    app.extensions["api"] = api
+
+
+def register_delivery(app: Flask, settings: Settings) -> None:
+    """Committed events go to the RQ queue when Redis is configured; otherwise they wait in
+    the outbox until a worker's sweep finds them."""
+    if not settings.redis_url:
+        return
+    from app.delivery_queue import event_enqueuer
+
+    app.extensions["enqueue_events"] = event_enqueuer(settings)
+
+
+def register_cli(app: Flask) -> None:
+    from app.cli import register_commands
+
+    register_commands(app)

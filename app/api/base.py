@@ -1,0 +1,172 @@
+"""Our subclasses of flask-smorest's Api, Blueprint and Schema, and the one place where an
+operation declares its scope, idempotency range and interface-document markers.
+
+    @blp.route("/company")
+    class CompanyView(MethodView):
+        @blp.operation(scope="company:read")
+        @blp.response(200, CompanyResponse)
+        def get(self): ...
+
+`app.auth` reads the declared scope before the view runs (auth → scope → validation);
+`operations(app)` walks the same declarations for the interface document and the tests.
+"""
+from __future__ import annotations
+
+import http
+import re
+from dataclasses import dataclass
+from functools import wraps
+
+import flask_smorest
+import marshmallow as ma
+from flask import Flask, request
+from webargs.flaskparser import FlaskParser
+
+from app.services.errors import InvalidField
+
+
+class Schema(ma.Schema):
+    """Request schemas reject unknown fields (a tenant id or a cashier PIN is a 422)."""
+
+    class Meta:
+        unknown = ma.RAISE
+
+
+class ValidationErrorItem(Schema):
+    loc = ma.fields.List(ma.fields.Raw(), required=True)
+    msg = ma.fields.String(required=True)
+    type = ma.fields.String(required=True)
+
+
+class HTTPValidationError(Schema):
+    detail = ma.fields.List(ma.fields.Nested(ValidationErrorItem), required=True)
+
+
+class ErrorResponse(Schema):
+    detail = ma.fields.String(required=True)
+    code = ma.fields.String(required=True)
+
+
+class Parser(FlaskParser):
+    DEFAULT_VALIDATION_STATUS = 422
+
+    def _handle_invalid_json_error(self, error, req, *args, **kwargs):
+        raise InvalidField(["body"], "the body is not valid JSON", "json_invalid")
+
+
+@dataclass(frozen=True)
+class Operation:
+    scope: str | None
+    idempotency: tuple[int, int] | None
+    group: str = "native"
+
+
+class Blueprint(flask_smorest.Blueprint):
+    ARGUMENTS_PARSER = Parser()
+
+    def operation(self, *, scope: str | None, idempotency: tuple[int, int] | None = None,
+                  group: str = "native"):
+        """Declare an operation: its scope (None for the public probes and card routes), the
+        Idempotency-Key length range when it needs one, and its `x-group`."""
+
+        def decorator(func):
+            if idempotency is not None:
+                from app.idempotency import idempotent
+                func = idempotent(*idempotency)(func)
+            func._operation = Operation(scope=scope, idempotency=idempotency, group=group)
+            return func
+
+        return decorator
+
+    def arguments(self, schema, *, location="json", required=True, **kwargs):
+        parse = super().arguments(schema, location=location, required=required, **kwargs)
+        if location != "json" or not required:
+            return parse
+
+        def decorator(func):
+            parsed = parse(func)
+
+            @wraps(parsed)
+            def wrapper(*args, **kwargs):
+                # An absent body is one clear error, not a list of every missing field.
+                if not request.get_data(cache=True):
+                    raise InvalidField(["body"], "a JSON body is required", "missing")
+                return parsed(*args, **kwargs)
+
+            return wrapper
+
+        return decorator
+
+
+class Api(flask_smorest.Api):
+    def _register_responses(self):
+        # Our error bodies: {detail, code}, and HTTPValidationError for every 422.
+        for status in http.HTTPStatus:
+            response = {"description": status.phrase}
+            if status >= 400:
+                schema = HTTPValidationError if status == 422 else ErrorResponse
+                response["content"] = {"application/json": {"schema": schema}}
+            self.spec.components.response(status.name, response, lazy=True)
+        self.spec.components.response("DEFAULT_ERROR", {
+            "description": "Error", "content": {"application/json": {"schema": ErrorResponse}}},
+            lazy=True)
+
+    def handle_http_exception(self, error):
+        from app.errors import http_error_response
+        return http_error_response(error)
+
+
+def declared_operation(app: Flask, endpoint: str | None, method: str) -> Operation | None:
+    view = app.view_functions.get(endpoint) if endpoint else None
+    if view is None:
+        return None
+    view_class = getattr(view, "view_class", None)
+    func = getattr(view_class, method.lower(), None) if view_class else view
+    return getattr(func, "_operation", None)
+
+
+def operations(app: Flask):
+    """Every declared operation as (method, rule, Operation): the route table the tests walk."""
+    for rule in app.url_map.iter_rules():
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            operation = declared_operation(app, rule.endpoint, method)
+            if operation is not None:
+                yield method, rule.rule, operation
+
+
+def current_operation() -> Operation | None:
+    from flask import current_app
+    return declared_operation(current_app, request.endpoint, request.method)
+
+
+_RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+POS_KEY_HEADER = {"in": "header", "name": "X-Loyalty-Pos-Key", "required": False,
+                  "schema": {"type": "string", "maxLength": 128}}
+VALIDATION_RESPONSE = {"description": "Validation error", "content": {"application/json": {
+    "schema": {"$ref": "#/components/schemas/HTTPValidationError"}}}}
+
+
+def document_operations(api: Api, app: Flask) -> None:
+    """Write each declared operation's markers, headers and security into the interface
+    document (CONTRACT §10), from the same declarations that `app.auth` enforces."""
+    if "HTTPValidationError" not in api.spec.components.schemas:
+        api.spec.components.schema("HTTPValidationError", schema=HTTPValidationError)
+    api.spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
+    paths = api.spec._paths  # apispec keeps no public way to amend a registered path
+    for method, rule, operation in operations(app):
+        doc = paths.get(_RULE_ARGUMENT.sub(r"{\1}", rule), {}).get(method.lower())
+        if doc is None:
+            continue
+        doc["x-group"] = operation.group
+        doc["x-readiness"] = "READY"
+        if operation.scope is None:
+            continue
+        doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
+                    "security": [{"bearerAuth": []}]})
+        parameters = doc.setdefault("parameters", [])
+        parameters.append(POS_KEY_HEADER)
+        if operation.idempotency:
+            low, high = operation.idempotency
+            parameters.append({"in": "header", "name": "Idempotency-Key", "required": True,
+                               "schema": {"type": "string", "minLength": low, "maxLength": high}})
+        doc.setdefault("responses", {})["422"] = VALIDATION_RESPONSE

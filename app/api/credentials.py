@@ -1,0 +1,61 @@
+"""API keys: issue (the secret shown once), list (metadata only), rotate, revoke."""
+from __future__ import annotations
+
+from flask import current_app, g
+from flask.views import MethodView
+
+from app.api.base import Blueprint
+from app.api.credentials_schemas import (CreateCredentialRequest, CredentialListResponse,
+                                         IssuedCredentialResponse, RotateCredentialRequest)
+from app.db import request_session, utcnow
+from app.services import credentials
+
+blp = Blueprint("credentials", __name__, url_prefix="/v1", description="API credentials")
+
+
+def _issued(credential, key):
+    credential.key = key  # transient: dumped once in this response, stored nowhere
+    return credential
+
+
+@blp.route("/api-credentials")
+class Credentials(MethodView):
+    @blp.operation(scope="credentials:write")
+    @blp.arguments(CreateCredentialRequest)
+    @blp.response(201, IssuedCredentialResponse)
+    def post(self, body):
+        """Issue a key with the given scopes (never more than the caller's own)."""
+        credential, key = credentials.issue_credential(
+            request_session(), g.company_id, body["name"], body["scopes"],
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow(),
+            granted_by=g.principal.scopes)
+        return _issued(credential, key)
+
+    @blp.operation(scope="credentials:read")
+    @blp.response(200, CredentialListResponse)
+    def get(self):
+        """The company's keys: metadata only, revoked ones included."""
+        return {"items": credentials.list_credentials(request_session(), g.company_id)}
+
+
+@blp.route("/api-credentials/<credential_id>/rotate")
+class CredentialRotation(MethodView):
+    @blp.operation(scope="credentials:write")
+    @blp.arguments(RotateCredentialRequest, required=False)
+    @blp.response(201, IssuedCredentialResponse)
+    def post(self, body, credential_id):
+        """A new key for the same credential; the old one works until the grace period ends."""
+        credential, key = credentials.rotate_credential(
+            request_session(), g.company_id, credential_id,
+            grace_seconds=body.get("gracePeriodSeconds", 0),
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow())
+        return _issued(credential, key)
+
+
+@blp.route("/api-credentials/<credential_id>")
+class CredentialById(MethodView):
+    @blp.operation(scope="credentials:write")
+    @blp.response(204)
+    def delete(self, credential_id):
+        """Revoke at once."""
+        credentials.revoke_credential(request_session(), g.company_id, credential_id, now=utcnow())

@@ -1,0 +1,39 @@
+import marshmallow as ma
+
+from app.api.base import Schema
+from app.api.fields import Timestamp
+from app.services.scopes import ALL_SCOPES
+
+
+class CreateCredentialRequest(Schema):
+    name = ma.fields.String(required=True, validate=ma.validate.Length(1, 100))
+    scopes = ma.fields.List(ma.fields.String(validate=ma.validate.OneOf(ALL_SCOPES)), required=True,
+                            validate=ma.validate.Length(min=1))
+
+
+class RotateCredentialRequest(Schema):
+    gracePeriodSeconds = ma.fields.Integer(load_default=0, validate=ma.validate.Range(0, 86400))
+
+
+class CredentialResponse(Schema):
+    id = ma.fields.String(required=True)
+    name = ma.fields.String(required=True)
+    scopes = ma.fields.Function(lambda c: c.scopes.split(), required=True)
+    prefix = ma.fields.String(required=True)
+    createdAt = Timestamp(attribute="created_at", required=True)
+    lastUsedAt = Timestamp(attribute="last_used_at", allow_none=True)
+    rotatedAt = Timestamp(attribute="rotated_at", allow_none=True)
+    revokedAt = Timestamp(attribute="revoked_at", allow_none=True)
+
+
+class IssuedCredentialResponse(Schema):
+    id = ma.fields.String(required=True)
+    name = ma.fields.String(required=True)
+    scopes = ma.fields.Function(lambda c: c.scopes.split(), required=True)
+    prefix = ma.fields.String(required=True)
+    key = ma.fields.String(required=True, metadata={"description": "Shown once, never again"})
+    createdAt = Timestamp(attribute="created_at", required=True)
+
+
+class CredentialListResponse(Schema):
+    items = ma.fields.List(ma.fields.Nested(CredentialResponse), required=True)

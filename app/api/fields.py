@@ -1,0 +1,85 @@
+"""Fields that normalise at the boundary: money and quantities as decimal strings outside,
+integers inside; timestamps as RFC 3339 UTC with Z."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import marshmallow as ma
+
+from app.services import money
+
+
+class Amount(ma.fields.Field):
+    """Kopecks inside; "150.00" outside. A JSON number is refused (floats never touch money)."""
+
+    def __init__(self, *, minimum: int | None = None, **kwargs):
+        self.minimum = minimum
+        metadata = kwargs.pop("metadata", {})
+        metadata.setdefault("type", "string")
+        metadata.setdefault("pattern", r"^-?\d{1,18}(\.\d{1,2})?$")
+        metadata.setdefault("example", "150.00")
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _serialize(self, value, attr, obj, **kwargs):
+        return None if value is None else money.format_amount(value)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str):
+            raise ma.ValidationError("must be a decimal string such as \"150.00\"")
+        try:
+            kopecks = money.parse_amount(value)
+        except ValueError as exc:
+            raise ma.ValidationError(str(exc)) from exc
+        if self.minimum is not None and kopecks < self.minimum:
+            raise ma.ValidationError(f"must be at least {money.format_amount(self.minimum)}")
+        return kopecks
+
+
+class Quantity(ma.fields.Field):
+    """Thousandths inside; "1.250" outside."""
+
+    def __init__(self, **kwargs):
+        metadata = kwargs.pop("metadata", {})
+        metadata.setdefault("type", "string")
+        metadata.setdefault("example", "1.000")
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _serialize(self, value, attr, obj, **kwargs):
+        return None if value is None else money.format_quantity(value)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str):
+            raise ma.ValidationError("must be a decimal string such as \"1.000\"")
+        try:
+            return money.parse_quantity(value)
+        except ValueError as exc:
+            raise ma.ValidationError(str(exc)) from exc
+
+
+class Percent(ma.fields.Field):
+    """Basis points inside; "5.00" outside."""
+
+    def __init__(self, **kwargs):
+        metadata = kwargs.pop("metadata", {})
+        metadata.setdefault("type", "string")
+        metadata.setdefault("example", "5.00")
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _serialize(self, value, attr, obj, **kwargs):
+        return None if value is None else money.format_percent(value)
+
+
+class Timestamp(ma.fields.DateTime):
+    """RFC 3339 in UTC with Z."""
+
+    def _serialize(self, value, attr, obj, **kwargs):
+        if value is None:
+            return None
+        value = value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        parsed: datetime = super()._deserialize(value, attr, data, **kwargs)
+        if parsed.tzinfo is None:
+            raise ma.ValidationError("must carry a time zone (e.g. Z)")
+        return parsed.astimezone(timezone.utc)

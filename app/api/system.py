@@ -1,0 +1,42 @@
+"""Liveness and readiness probes: no key, unversioned."""
+from __future__ import annotations
+
+from flask import current_app
+from flask.views import MethodView
+from sqlalchemy import text
+
+import marshmallow as ma
+
+from app.api.base import Blueprint, Schema
+from app.services.errors import DomainError
+
+blp = Blueprint("system", __name__, description="Liveness and readiness probes")
+
+
+class ProbeResponse(Schema):
+    status = ma.fields.String(required=True)
+
+
+@blp.route("/health")
+class Health(MethodView):
+    @blp.operation(scope=None, group="system")
+    @blp.response(200, ProbeResponse)
+    def get(self):
+        """Liveness: the process answers; the database is not touched."""
+        return {"status": "ok"}
+
+
+@blp.route("/ready")
+class Ready(MethodView):
+    @blp.operation(scope=None, group="system")
+    @blp.response(200, ProbeResponse)
+    @blp.alt_response(503, description="The database does not answer")
+    def get(self):
+        """Readiness: the database answers a query."""
+        engine = current_app.extensions["engine"]
+        try:
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception as exc:
+            raise DomainError("the database does not answer", code="not_ready", status=503) from exc
+        return {"status": "ok", "database": "ok"}

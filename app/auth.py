@@ -1,0 +1,83 @@
+"""Who is calling: the key names the company and its scopes. Runs before every /v1 view, in
+the order of CONTRACT §2: authentication (401), scope (403), body media type and size
+(415, 413), the register's X-Loyalty-Pos-Key; then the view validates and acts."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import current_app, g, request
+
+from app.api.base import current_operation
+from app.db import request_session, utcnow
+from app.services import credentials, locations
+from app.services.errors import DomainError, Forbidden, InvalidField
+
+BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+POS_KEY_MAX_LENGTH = 128
+
+
+class Unauthorized(DomainError):
+    status = 401
+
+
+@dataclass(frozen=True)
+class Principal:
+    company_id: str
+    credential_id: str
+    scopes: frozenset[str]
+
+
+def _bearer_key() -> str:
+    header = request.headers.get("Authorization")
+    if not header:
+        raise Unauthorized("an API key is required: Authorization: Bearer <key>", code="missing_api_key")
+    scheme, _, key = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise Unauthorized("the Authorization header must be 'Bearer <key>'", code="invalid_api_key")
+    return key.strip()
+
+
+def authenticate_request() -> None:
+    if not request.path.startswith("/v1/"):
+        return
+    settings = current_app.config["SETTINGS"]
+    session = request_session()
+    credential = credentials.authenticate(session, _bearer_key(), pepper=settings.api_key_pepper,
+                                          now=utcnow())
+    if credential is None:
+        raise Unauthorized("the API key is not valid", code="invalid_api_key")
+    g.principal = Principal(credential.company_id, credential.id, credential.scope_set)
+    g.company_id = credential.company_id
+
+    operation = current_operation()
+    if operation is not None and operation.scope and operation.scope not in g.principal.scopes:
+        raise Forbidden(f"this key lacks the scope {operation.scope}", code="insufficient_scope",
+                        scope=operation.scope)
+    _check_body()
+    _resolve_terminal(session, credential.company_id)
+
+
+def _check_body() -> None:
+    if request.method not in BODY_METHODS:
+        return
+    length = request.content_length
+    if length and length > current_app.config["MAX_CONTENT_LENGTH"]:
+        raise DomainError("the request body is too large", code="payload_too_large", status=413)
+    if (length or request.headers.get("Transfer-Encoding")) and not request.is_json:
+        raise DomainError("the request body must be JSON (Content-Type: application/json)",
+                          code="unsupported_media_type", status=415)
+
+
+def _resolve_terminal(session, company_id: str) -> None:
+    g.terminal = None
+    pos_key = request.headers.get("X-Loyalty-Pos-Key")
+    if pos_key is None:
+        return
+    if len(pos_key) > POS_KEY_MAX_LENGTH:
+        raise InvalidField(["header", "X-Loyalty-Pos-Key"],
+                           f"at most {POS_KEY_MAX_LENGTH} characters", "string_too_long")
+    terminal = locations.active_terminal_by_pos_key(session, company_id, pos_key)
+    if terminal is None:
+        raise Forbidden("X-Loyalty-Pos-Key names no active terminal of this company",
+                        code="terminal_inactive")
+    g.terminal = terminal

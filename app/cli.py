@@ -1,0 +1,210 @@
+"""The operator's `flask` commands (CONTRACT §11). Each prints what it made as its last line,
+alone, so scripts can read it."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime, timezone
+
+import click
+from flask import Flask, current_app
+from flask.cli import AppGroup
+
+from app.db import utcnow
+from app.services import companies, credentials, money
+from app.services.scopes import ALL_SCOPES
+
+db_cli = AppGroup("db", help="Database schema.")
+companies_cli = AppGroup("companies", help="Tenants.")
+credentials_cli = AppGroup("credentials", help="API keys.")
+programs_cli = AppGroup("programs", help="Loyalty programs.")
+subscriptions_cli = AppGroup("subscriptions", help="Subscriptions.")
+idempotency_cli = AppGroup("idempotency", help="Idempotency records.")
+
+
+@contextmanager
+def operator_session():
+    """One transaction per command: all of it or nothing."""
+    session = current_app.extensions["session_factory"]()
+    try:
+        yield session
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def _pepper() -> str:
+    return current_app.config["SETTINGS"].api_key_pepper
+
+
+def _percent(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return money.parse_percent(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def _instant(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise click.BadParameter(f"not an ISO 8601 time: {value}") from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+@db_cli.command("upgrade")
+def db_upgrade():
+    """Apply every migration."""
+    from app.migrate import upgrade
+
+    upgrade(current_app.config["SETTINGS"].database_url)
+    click.echo("migrated")
+
+
+@companies_cli.command("create")
+@click.argument("name")
+@click.option("--tariff", default="trial", show_default=True)
+@click.option("--register-limit", type=click.IntRange(0), default=1, show_default=True)
+def companies_create(name, tariff, register_limit):
+    """Create a company with its program and a TRIAL subscription; prints its id."""
+    with operator_session() as session:
+        company = companies.create_company(session, name, now=utcnow(), tariff=tariff,
+                                           register_limit=register_limit)
+    click.echo(company.id)
+
+
+@credentials_cli.command("issue")
+@click.argument("company_id")
+@click.option("--name", required=True)
+@click.option("--scopes", help="comma-separated scope names")
+@click.option("--all-scopes", is_flag=True)
+def credentials_issue(company_id, name, scopes, all_scopes):
+    """Issue a key; prints it (shown once)."""
+    if bool(scopes) == all_scopes:
+        raise click.UsageError("give exactly one of --scopes and --all-scopes")
+    chosen = list(ALL_SCOPES) if all_scopes else [s.strip() for s in scopes.split(",") if s.strip()]
+    with operator_session() as session:
+        companies.get_company(session, company_id)
+        try:
+            _, key = credentials.issue_credential(session, company_id, name, chosen,
+                                                  pepper=_pepper(), now=utcnow())
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from exc
+    click.echo(key)
+
+
+@credentials_cli.command("rotate")
+@click.argument("credential_id")
+@click.option("--grace-seconds", type=click.IntRange(0, 86400), default=0, show_default=True)
+def credentials_rotate(credential_id, grace_seconds):
+    """Rotate a key; prints the new one."""
+    with operator_session() as session:
+        credential = _credential_anywhere(session, credential_id)
+        _, key = credentials.rotate_credential(session, credential.company_id, credential_id,
+                                               grace_seconds=grace_seconds, pepper=_pepper(),
+                                               now=utcnow())
+    click.echo(key)
+
+
+@credentials_cli.command("revoke")
+@click.argument("credential_id")
+def credentials_revoke(credential_id):
+    """Revoke a key at once."""
+    with operator_session() as session:
+        credential = _credential_anywhere(session, credential_id)
+        credentials.revoke_credential(session, credential.company_id, credential_id, now=utcnow())
+    click.echo(f"revoked {credential_id}")
+
+
+@credentials_cli.command("list")
+@click.argument("company_id")
+def credentials_list(company_id):
+    """List a company's keys (metadata only)."""
+    with operator_session() as session:
+        rows = credentials.list_credentials(session, company_id)
+        for c in rows:
+            state = "revoked" if c.revoked_at else "active"
+            click.echo(f"{c.id}\t{c.prefix}\t{state}\t{c.name}\t{c.scopes.replace(' ', ',')}")
+    click.echo(f"{len(rows)} credentials")
+
+
+def _credential_anywhere(session, credential_id):
+    from app.models import ApiCredential
+    from sqlalchemy import select
+
+    credential = session.scalar(select(ApiCredential).where(ApiCredential.id == credential_id))
+    if credential is None:
+        raise click.BadParameter(f"no credential {credential_id}")
+    return credential
+
+
+@programs_cli.command("set")
+@click.argument("company_id")
+@click.option("--accrual-percent")
+@click.option("--max-redeem-percent")
+@click.option("--accrual-delay-days", type=click.IntRange(0, 3650))
+@click.option("--hold-ttl-seconds", type=click.IntRange(30, 86400))
+@click.option("--enrollment-requires-otp/--no-enrollment-requires-otp", default=None)
+@click.option("--clawback-policy", type=click.Choice(companies.CLAWBACK_POLICIES))
+def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_days,
+                 hold_ttl_seconds, enrollment_requires_otp, clawback_policy):
+    """Change a company's loyalty program."""
+    with operator_session() as session:
+        program = companies.update_program(
+            session, company_id, accrual_bp=_percent(accrual_percent),
+            max_redeem_bp=_percent(max_redeem_percent), accrual_delay_days=accrual_delay_days,
+            hold_ttl_seconds=hold_ttl_seconds, enrollment_requires_otp=enrollment_requires_otp,
+            clawback_policy=clawback_policy)
+        summary = (f"accrual {money.format_percent(program.accrual_bp)}%, max redeem "
+                   f"{money.format_percent(program.max_redeem_bp)}%, delay {program.accrual_delay_days} d, "
+                   f"hold {program.hold_ttl_seconds} s, otp {program.enrollment_requires_otp}, "
+                   f"clawback {program.clawback_policy}")
+    click.echo(summary)
+
+
+@subscriptions_cli.command("set")
+@click.argument("company_id")
+@click.option("--status", type=click.Choice(companies.SUBSCRIPTION_STATUSES))
+@click.option("--register-limit", type=click.IntRange(0))
+@click.option("--access-until")
+def subscriptions_set(company_id, status, register_limit, access_until):
+    """Change a company's subscription."""
+    with operator_session() as session:
+        sub = companies.update_subscription(session, company_id, status=status,
+                                            register_limit=register_limit,
+                                            access_until=_instant(access_until))
+        summary = f"{sub.status}, register limit {sub.register_limit}, until {sub.access_until.isoformat()}"
+    click.echo(summary)
+
+
+@idempotency_cli.command("purge")
+def idempotency_purge():
+    """Delete idempotency records older than IDEMPOTENCY_TTL."""
+    from app.idempotency import purge_expired
+
+    with operator_session() as session:
+        count = purge_expired(session, current_app.config["SETTINGS"].idempotency_ttl)
+    click.echo(f"purged {count}")
+
+
+@click.command("demo")
+def demo():
+    """A demo company with a store published to MINIAPP and a terminal; prints a key with
+    every scope."""
+    from app.services.demo import create_demo
+
+    with operator_session() as session:
+        key = create_demo(session, pepper=_pepper(), now=utcnow())
+    click.echo(key)
+
+
+def register_commands(app: Flask) -> None:
+    for group in (db_cli, companies_cli, credentials_cli, programs_cli, subscriptions_cli,
+                  idempotency_cli, demo):
+        app.cli.add_command(group)

@@ -1,0 +1,97 @@
+"""Every setting the service reads, in one place, each with its default.
+
+Settings come only from the environment (CONTRACT §11). `Settings.from_env()` fails fast
+on a combination that would be unsafe in production.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INSTANCE_DIR = Path(__file__).resolve().parent.parent / "instance"
+DEFAULT_DATABASE_URL = f"sqlite:///{INSTANCE_DIR / 'loyalty.db'}"
+# Only for the embedded SQLite default: a pepper in the open is no secret.
+DEVELOPMENT_PEPPER = "development-pepper-not-for-production"
+DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
+
+
+def normalise_database_url(url: str) -> str:
+    """psycopg2 is our driver; SQLAlchemy 2.1 would pick psycopg 3 for a bare postgresql://."""
+    for plain in ("postgres://", "postgresql://"):
+        if url.startswith(plain):
+            return "postgresql+psycopg2://" + url[len(plain):]
+    return url
+
+
+class ConfigError(RuntimeError):
+    """A setting is missing or malformed; the process refuses to start."""
+
+
+def _flag(value: str | None, default: bool = False) -> bool:
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _int(env: dict, name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    redis_url: str | None = None
+    api_key_pepper: str = DEVELOPMENT_PEPPER
+    webhook_retry_schedule: str = DEFAULT_RETRY_SCHEDULE
+    webhook_allow_private_addresses: bool = False
+    webhook_ca_bundle: str | None = None
+    idempotency_ttl: int = 24 * 3600
+    max_content_length: int = 16 * 1024 * 1024
+    session_ttl: int = 24 * 3600
+    rq_queue: str = "loyalty"
+    log_level: str = "INFO"
+    development: bool = True
+    wallet: dict = field(default_factory=dict)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @classmethod
+    def from_env(cls, env: dict | None = None) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        database_url = normalise_database_url(env.get("DATABASE_URL") or DEFAULT_DATABASE_URL)
+        embedded = database_url.startswith("sqlite")
+        pepper = env.get("API_KEY_PEPPER") or ""
+        if not pepper:
+            if not embedded:
+                raise ConfigError("API_KEY_PEPPER must be set when DATABASE_URL is not SQLite")
+            pepper = DEVELOPMENT_PEPPER
+        return cls(
+            database_url=database_url,
+            redis_url=env.get("REDIS_URL") or None,
+            api_key_pepper=pepper,
+            webhook_retry_schedule=env.get("WEBHOOK_RETRY_SCHEDULE") or DEFAULT_RETRY_SCHEDULE,
+            webhook_allow_private_addresses=_flag(env.get("WEBHOOK_ALLOW_PRIVATE_ADDRESSES")),
+            webhook_ca_bundle=env.get("WEBHOOK_CA_BUNDLE") or None,
+            idempotency_ttl=_int(env, "IDEMPOTENCY_TTL", 24 * 3600),
+            max_content_length=_int(env, "MAX_CONTENT_LENGTH", 16 * 1024 * 1024),
+            session_ttl=_int(env, "SESSION_TTL", 24 * 3600),
+            rq_queue=env.get("RQ_QUEUE") or "loyalty",
+            log_level=env.get("LOG_LEVEL") or "INFO",
+            development=embedded,
+            wallet={
+                "cert_file": env.get("WALLET_CERT_FILE") or None,
+                "key_file": env.get("WALLET_KEY_FILE") or None,
+                "wwdr_file": env.get("WALLET_WWDR_FILE") or None,
+                "pass_type_id": env.get("WALLET_PASS_TYPE_ID") or None,
+                "team_id": env.get("WALLET_TEAM_ID") or None,
+            },
+        )

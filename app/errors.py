@@ -1,0 +1,99 @@
+"""Every error as JSON (CONTRACT §2): HTTPValidationError for 422, {detail, code} otherwise.
+Stack traces never reach a response."""
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, jsonify, request
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+from app.services.errors import DomainError, InvalidField, RateLimited
+
+log = logging.getLogger("app.errors")
+
+HTTP_CODES = {
+    400: "bad_request", 401: "invalid_api_key", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
+    415: "unsupported_media_type", 429: "rate_limited", 500: "internal_error",
+    503: "not_ready",
+}
+WEBARGS_LOCATIONS = {"json": "body", "query": "query", "querystring": "query", "headers": "header",
+                     "view_args": "path", "path": "path", "form": "body"}
+MESSAGE_TYPES = {
+    "Missing data for required field.": "missing",
+    "Unknown field.": "unknown_field",
+    "Field may not be null.": "null",
+}
+
+
+def validation_response(items: list[dict], status: int = 422):
+    return jsonify(detail=items), status
+
+
+def _flatten(messages, loc: list) -> list[dict]:
+    """webargs/marshmallow nest messages by location and field; FastAPI clients expect a flat
+    list of {loc, msg, type}."""
+    if isinstance(messages, dict):
+        items = []
+        for key, value in messages.items():
+            part = int(key) if isinstance(key, int) or (isinstance(key, str) and key.isdigit()) else key
+            if part == "_schema":
+                items.extend(_flatten(value, loc))
+            else:
+                items.extend(_flatten(value, loc + [part]))
+        return items
+    if isinstance(messages, (list, tuple)) and messages and all(isinstance(m, str) for m in messages):
+        return [{"loc": loc, "msg": m, "type": MESSAGE_TYPES.get(m, "value_error")} for m in messages]
+    if isinstance(messages, (list, tuple)):
+        return [item for m in messages for item in _flatten(m, loc)]
+    return [{"loc": loc, "msg": str(messages), "type": "value_error"}]
+
+
+def webargs_items(messages: dict) -> list[dict]:
+    items = []
+    for location, fields in messages.items():
+        items.extend(_flatten(fields, [WEBARGS_LOCATIONS.get(location, location)]))
+    return items
+
+
+def error_body(status: int, code: str, detail: str, headers: dict | None = None, **extra):
+    body = {"detail": detail, "code": code, **extra}
+    return jsonify(body), status, headers or {}
+
+
+def http_error_response(error: HTTPException):
+    if error.code == 422 and getattr(error, "data", None) and "messages" in error.data:
+        return validation_response(webargs_items(error.data["messages"]))
+    if isinstance(error, InternalServerError):
+        original = getattr(error, "original_exception", None)
+        if original is not None:
+            log.exception("unhandled error", exc_info=original)
+        return error_body(500, "internal_error", "internal error")
+    code = HTTP_CODES.get(error.code or 500, "error")
+    detail = error.description if error.code != 404 else "not found"
+    return error_body(error.code or 500, code, detail)
+
+
+def domain_error_response(error: DomainError):
+    if isinstance(error, InvalidField):
+        return validation_response([{"loc": error.loc, "msg": error.detail, "type": error.type}])
+    headers = {}
+    if isinstance(error, RateLimited):
+        headers["Retry-After"] = str(error.retry_after)
+    if error.code == "insufficient_scope":
+        headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{error.extra.get("scope", "")}"'
+        return error_body(error.status, error.code, error.detail, headers)
+    if error.status == 401:
+        headers["WWW-Authenticate"] = "Bearer"
+    return error_body(error.status, error.code, error.detail, headers, **error.extra)
+
+
+def unexpected_error_response(error: Exception):
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return error_body(500, "internal_error", "internal error")
+
+
+def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(DomainError, domain_error_response)
+    app.register_error_handler(HTTPException, http_error_response)
+    app.register_error_handler(Exception, unexpected_error_response)

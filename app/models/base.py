@@ -1,0 +1,31 @@
+"""Column helpers shared by the models.
+
+Every tenant table starts with `company_id` and keeps it in every primary, unique and
+foreign key (CONTRACT §11), so the schema can be distributed by company.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import BigInteger, ForeignKey, String
+from sqlalchemy.orm import Mapped, declared_attr, mapped_column
+
+from app.db import UtcDateTime, utcnow
+
+Money = BigInteger  # integer kopecks
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class TenantMixin:
+    """`(company_id, id)` primary key and a creation time."""
+
+    @declared_attr
+    def company_id(cls) -> Mapped[str]:
+        return mapped_column(String(36), ForeignKey("companies.id"), primary_key=True)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

@@ -1,0 +1,124 @@
+"""A receipt at the register: session, quotes, hold, sale and its returns."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKeyConstraint, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, UtcDateTime
+from app.models.base import Money, TenantMixin
+
+
+def _customer_fk() -> ForeignKeyConstraint:
+    return ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"])
+
+
+class CheckoutSession(TenantMixin, Base):
+    __tablename__ = "checkout_sessions"
+    __table_args__ = (
+        _customer_fk(),
+        Index("ix_checkout_sessions_receipt", "company_id", "external_receipt_id"),
+        Index("ix_checkout_sessions_expiry", "state", "expires_at"),
+    )
+
+    external_receipt_id: Mapped[str] = mapped_column(String(128))
+    customer_id: Mapped[str] = mapped_column(String(36))
+    terminal_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    store_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    cashier_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    state: Mapped[str] = mapped_column(String(20), default="OPEN")
+    latest_quote_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class Quote(TenantMixin, Base):
+    __tablename__ = "quotes"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["company_id", "checkout_session_id"], ["checkout_sessions.company_id", "checkout_sessions.id"]
+        ),
+    )
+
+    checkout_session_id: Mapped[str] = mapped_column(String(36))
+    lines: Mapped[str] = mapped_column(Text)  # JSON: the request's lines and their catalog flags
+    redeem_cap: Mapped[int | None] = mapped_column(Money, nullable=True)
+    total_amount: Mapped[int] = mapped_column(Money)
+    redeemable: Mapped[int] = mapped_column(Money)
+    discount: Mapped[int] = mapped_column(Money)
+    accrual: Mapped[int] = mapped_column(Money)
+    restriction_reason: Mapped[str | None] = mapped_column(String(40), nullable=True)
+
+
+class Hold(TenantMixin, Base):
+    __tablename__ = "holds"
+    __table_args__ = (
+        _customer_fk(),
+        Index("ix_holds_session", "company_id", "checkout_session_id"),
+        Index("ix_holds_expiry", "state", "expires_at"),
+    )
+
+    checkout_session_id: Mapped[str] = mapped_column(String(36))
+    customer_id: Mapped[str] = mapped_column(String(36))
+    quote_id: Mapped[str] = mapped_column(String(36))
+    amount: Mapped[int] = mapped_column(Money)
+    state: Mapped[str] = mapped_column(String(20), default="ACTIVE")
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    released_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    release_reason: Mapped[str | None] = mapped_column(String(200), nullable=True)
+
+
+class Sale(TenantMixin, Base):
+    __tablename__ = "sales"
+    __table_args__ = (
+        _customer_fk(),
+        # One sale per receipt id, ever.
+        UniqueConstraint("company_id", "external_receipt_id"),
+        UniqueConstraint("company_id", "checkout_session_id"),
+    )
+
+    checkout_session_id: Mapped[str] = mapped_column(String(36))
+    external_receipt_id: Mapped[str] = mapped_column(String(128))
+    customer_id: Mapped[str] = mapped_column(String(36))
+    quote_id: Mapped[str] = mapped_column(String(36))
+    state: Mapped[str] = mapped_column(String(30), default="COMMITTED")
+    total_amount: Mapped[int] = mapped_column(Money)
+    redeemed: Mapped[int] = mapped_column(Money)
+    accrued: Mapped[int] = mapped_column(Money)
+    accrual_available_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    committed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class SaleLine(Base):
+    __tablename__ = "sale_lines"
+    __table_args__ = (
+        ForeignKeyConstraint(["company_id", "sale_id"], ["sales.company_id", "sales.id"]),
+    )
+
+    company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    sale_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    line_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)
+    sku: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    name: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    quantity: Mapped[int] = mapped_column(Money)  # thousandths
+    amount: Mapped[int] = mapped_column(Money)
+    discount: Mapped[int] = mapped_column(Money)
+    accrual: Mapped[int] = mapped_column(Money)
+    returned_quantity: Mapped[int] = mapped_column(Money, default=0)
+    restored_redemption: Mapped[int] = mapped_column(Money, default=0)
+    reversed_accrual: Mapped[int] = mapped_column(Money, default=0)
+
+
+class Return(TenantMixin, Base):
+    __tablename__ = "returns"
+    __table_args__ = (
+        ForeignKeyConstraint(["company_id", "sale_id"], ["sales.company_id", "sales.id"]),
+        Index("ix_returns_sale", "company_id", "sale_id"),
+    )
+
+    sale_id: Mapped[str] = mapped_column(String(36))
+    lines: Mapped[str] = mapped_column(Text)  # JSON of the per-line shares
+    restored_redemption: Mapped[int] = mapped_column(Money)
+    reversed_accrual: Mapped[int] = mapped_column(Money)
+    forgiven_accrual: Mapped[int] = mapped_column(Money)

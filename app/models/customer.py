@@ -1,0 +1,84 @@
+"""Customers, their reward account, the immutable ledger, and OTP challenges."""
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import (Date, ForeignKeyConstraint, Index, Integer, String, UniqueConstraint)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, UtcDateTime, utcnow
+from app.models.base import Money, TenantMixin
+
+
+class Customer(TenantMixin, Base):
+    __tablename__ = "customers"
+    __table_args__ = (
+        UniqueConstraint("company_id", "phone"),
+        UniqueConstraint("company_id", "card_number"),
+        # The card page is reached by its token alone.
+        Index("ix_customers_card_token", "card_token"),
+        Index("ix_customers_company_created", "company_id", "created_at"),
+    )
+
+    phone: Mapped[str] = mapped_column(String(16))  # E.164, +7XXXXXXXXXX
+    first_name: Mapped[str] = mapped_column(String(100))
+    last_name: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    birth_date: Mapped[date | None] = mapped_column(Date, nullable=True)
+    email: Mapped[str | None] = mapped_column(String(254), nullable=True)
+    card_number: Mapped[str] = mapped_column(String(13))
+    card_token: Mapped[str] = mapped_column(String(64))
+
+
+class RewardAccount(Base):
+    """Balances in kopecks. Changed only together with a ledger entry, under a row lock."""
+
+    __tablename__ = "reward_accounts"
+    __table_args__ = (
+        ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
+        Index("ix_reward_accounts_available", "company_id", "available"),
+    )
+
+    company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    customer_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    available: Mapped[int] = mapped_column(Money, default=0)
+    pending: Mapped[int] = mapped_column(Money, default=0)
+    reserved: Mapped[int] = mapped_column(Money, default=0)
+    # Earliest availableAt among PENDING entries: maturing on touch costs nothing until then.
+    next_maturity_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+
+
+class LedgerEntry(TenantMixin, Base):
+    """Immutable but for status: PENDING entries mature to ACTIVE at `available_at`."""
+
+    __tablename__ = "ledger_entries"
+    __table_args__ = (
+        ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
+        Index("ix_ledger_entries_customer", "company_id", "customer_id", "created_at"),
+        Index("ix_ledger_entries_maturing", "status", "available_at"),
+    )
+
+    customer_id: Mapped[str] = mapped_column(String(36))
+    type: Mapped[str] = mapped_column(String(30))
+    amount: Mapped[int] = mapped_column(Money)  # signed kopecks
+    status: Mapped[str] = mapped_column(String(20))
+    available_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    basis: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    sale_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    return_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    hold_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+
+
+class OtpChallenge(TenantMixin, Base):
+    __tablename__ = "otp_challenges"
+    __table_args__ = (Index("ix_otp_challenges_phone", "company_id", "phone", "created_at"),)
+
+    phone: Mapped[str] = mapped_column(String(16))
+    purpose: Mapped[str] = mapped_column(String(20))
+    state: Mapped[str] = mapped_column(String(20), default="PENDING")
+    code_hash: Mapped[str] = mapped_column(String(200))  # argon2id
+    attempts_left: Mapped[int] = mapped_column(Integer, default=5)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    resend_available_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    confirmed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    used_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)

@@ -1,0 +1,22 @@
+"""Gift cards issued by the operator; the code is stored only as a digest."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.db import Base, UtcDateTime
+from app.models.base import Money, TenantMixin
+
+
+class GiftCard(TenantMixin, Base):
+    __tablename__ = "gift_cards"
+    __table_args__ = (Index("ix_gift_cards_code_digest", "company_id", "code_digest", unique=True),)
+
+    code_digest: Mapped[str] = mapped_column(String(64))
+    last4: Mapped[str] = mapped_column(String(4))
+    initial_amount: Mapped[int] = mapped_column(Money)
+    balance: Mapped[int] = mapped_column(Money)
+    state: Mapped[str] = mapped_column(String(20), default="ACTIVE")
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)

@@ -1,0 +1,79 @@
+"""The life of a request: its id, its one transaction, its log line, and the hand-off of the
+events it recorded to the delivery queue once they are committed."""
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from flask import Flask, Response, current_app, g, request
+
+from app.auth import authenticate_request
+
+log = logging.getLogger("app.requests")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def _begin() -> None:
+    g.started = time.perf_counter()
+    given = request.headers.get("X-Request-Id", "")
+    g.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    authenticate_request()
+
+
+def _finish(response: Response) -> Response:
+    session = g.pop("db_session", None)
+    if session is not None:
+        try:
+            if response.status_code < 400:
+                events = session.info.pop("recorded_events", [])
+                session.commit()
+                if events:
+                    ids = [(e.company_id, e.id) for e in events]
+                    app = current_app._get_current_object()
+                    # After the response is sent: delivery never costs the register time.
+                    response.call_on_close(lambda: enqueue_events(app, ids))
+            else:
+                session.rollback()
+        finally:
+            session.close()
+    response.headers["X-Request-Id"] = g.get("request_id", "")
+    _log(response.status_code)
+    return response
+
+
+def _teardown(error: BaseException | None) -> None:
+    session = g.pop("db_session", None)
+    if session is not None:  # an exception escaped before _finish ran
+        session.rollback()
+        session.close()
+
+
+def _log(status: int) -> None:
+    principal = g.get("principal")
+    log.info("request", extra={"fields": {
+        "method": request.method,
+        "route": request.url_rule.rule if request.url_rule else request.path,
+        "status": status,
+        "durationMs": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
+        "companyId": principal.company_id if principal else None,
+        "credentialId": principal.credential_id if principal else None,
+    }})
+
+
+def enqueue_events(app: Flask, ids: list[tuple[str, str]]) -> None:
+    """Queue delivery of committed events; if Redis is away the worker's sweep finds them."""
+    hook = app.extensions.get("enqueue_events")
+    if hook is None:
+        return
+    try:
+        hook(ids)
+    except Exception:  # never fail a committed request over its notifications
+        log.warning("could not enqueue events; the outbox sweep will deliver them", exc_info=True)
+
+
+def register_request_hooks(app: Flask) -> None:
+    app.before_request(_begin)
+    app.after_request(_finish)
+    app.teardown_request(_teardown)

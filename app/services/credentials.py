@@ -1,0 +1,98 @@
+"""Issuing, rotating, revoking and checking API keys. The key leaves here once, at issue or
+rotation; only its digest is kept."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from app.models import ApiCredential
+from app.services import keys
+from app.services.errors import Forbidden, NotFound
+from app.services.scopes import ALL_SCOPES
+
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def issue_credential(session: Session, company_id: str, name: str, scopes: list[str], *,
+                     pepper: str, now: datetime,
+                     granted_by: frozenset[str] | None = None) -> tuple[ApiCredential, str]:
+    unknown = [scope for scope in scopes if scope not in ALL_SCOPES]
+    if unknown:
+        raise ValueError(f"unknown scopes: {', '.join(unknown)}")
+    if granted_by is not None and not set(scopes) <= granted_by:
+        missing = sorted(set(scopes) - granted_by)
+        raise Forbidden(f"a key cannot grant scopes it does not hold: {', '.join(missing)}",
+                        code="insufficient_scope", scope=" ".join(missing))
+    key = keys.new_key()
+    ordered = [scope for scope in ALL_SCOPES if scope in set(scopes)]
+    credential = ApiCredential(company_id=company_id, name=name, scopes=" ".join(ordered),
+                               prefix=keys.display_prefix(key), key_digest=keys.key_digest(pepper, key),
+                               created_at=now)
+    session.add(credential)
+    session.flush()
+    return credential, key
+
+
+def list_credentials(session: Session, company_id: str) -> list[ApiCredential]:
+    return list(session.scalars(select(ApiCredential).where(ApiCredential.company_id == company_id)
+                                .order_by(ApiCredential.created_at, ApiCredential.id)))
+
+
+def get_credential(session: Session, company_id: str, credential_id: str) -> ApiCredential:
+    credential = session.get(ApiCredential, (company_id, credential_id))
+    if credential is None:
+        raise NotFound("credential")
+    return credential
+
+
+def rotate_credential(session: Session, company_id: str, credential_id: str, *, grace_seconds: int,
+                      pepper: str, now: datetime) -> tuple[ApiCredential, str]:
+    credential = get_credential(session, company_id, credential_id)
+    if credential.revoked_at is not None:
+        raise NotFound("credential")
+    key = keys.new_key()
+    if grace_seconds > 0:
+        credential.previous_key_digest = credential.key_digest
+        credential.previous_valid_until = now + timedelta(seconds=grace_seconds)
+    else:
+        credential.previous_key_digest = None
+        credential.previous_valid_until = None
+    credential.key_digest = keys.key_digest(pepper, key)
+    credential.prefix = keys.display_prefix(key)
+    credential.rotated_at = now
+    session.flush()
+    return credential, key
+
+
+def revoke_credential(session: Session, company_id: str, credential_id: str, *, now: datetime) -> None:
+    credential = get_credential(session, company_id, credential_id)
+    if credential.revoked_at is None:
+        credential.revoked_at = now
+        credential.previous_key_digest = None
+        credential.previous_valid_until = None
+        session.flush()
+
+
+def authenticate(session: Session, key: str, *, pepper: str, now: datetime) -> ApiCredential | None:
+    """The credential a key belongs to, or None. One indexed lookup; a malformed key costs none."""
+    if not keys.is_well_formed(key):
+        return None
+    digest = keys.key_digest(pepper, key)
+    credential = session.scalar(select(ApiCredential).where(
+        or_(ApiCredential.key_digest == digest, ApiCredential.previous_key_digest == digest)))
+    if credential is None or credential.revoked_at is not None:
+        return None
+    if credential.key_digest != digest and not (
+            credential.previous_valid_until and now < credential.previous_valid_until):
+        return None
+    if credential.last_used_at is None or now - credential.last_used_at >= LAST_USED_RESOLUTION:
+        # At most one write a minute per key; the conditional update keeps concurrent
+        # requests from all writing it.
+        session.execute(update(ApiCredential).where(
+            ApiCredential.company_id == credential.company_id, ApiCredential.id == credential.id,
+            or_(ApiCredential.last_used_at.is_(None),
+                ApiCredential.last_used_at < now - LAST_USED_RESOLUTION),
+        ).values(last_used_at=now))
+    return credential

@@ -1,0 +1,57 @@
+"""Domain errors raised by the services; `app/errors.py` turns them into HTTP responses."""
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, detail: str, *, code: str | None = None, status: int | None = None, **extra):
+        super().__init__(detail)
+        self.detail = detail
+        if code:
+            self.code = code
+        if status:
+            self.status = status
+        self.extra = extra  # more fields of the error body, e.g. customerId
+
+
+class NotFound(DomainError):
+    status = 404
+    code = "not_found"
+
+    def __init__(self, what: str = "resource"):
+        super().__init__(f"{what} not found")
+
+
+class Conflict(DomainError):
+    """409: the operation is not allowed in the current state."""
+
+    status = 409
+    code = "invalid_state"
+
+
+class Forbidden(DomainError):
+    status = 403
+    code = "forbidden"
+
+
+class RateLimited(DomainError):
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, detail: str, retry_after: int):
+        super().__init__(detail)
+        self.retry_after = max(1, int(retry_after))
+
+
+class InvalidField(DomainError):
+    """A 422 found by a rule rather than by a schema, in the HTTPValidationError shape."""
+
+    status = 422
+    code = "validation_error"
+
+    def __init__(self, loc: list, msg: str, type_: str = "value_error"):
+        super().__init__(msg)
+        self.loc = loc
+        self.type = type_

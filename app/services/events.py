@@ -1,0 +1,37 @@
+"""Recording an event: one insert into the outbox, in the transaction of the change.
+
+Delivery happens elsewhere (the worker), so a rolled-back change sends nothing and a
+committed one is never lost.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.models import OutboxEvent
+
+EVENT_TYPES = (
+    "customer.created", "reward.adjusted",
+    "checkout.hold.created", "checkout.hold.released", "checkout.hold.expired",
+    "sale.committed", "sale.returned", "catalog.synced", "otp.code_issued",
+)
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def record_event(session: Session, company_id: str, event_type: str, data: dict) -> OutboxEvent:
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {event_type}")
+    now = utcnow()
+    event = OutboxEvent(company_id=company_id, type=event_type, created_at=now)
+    event.payload = json.dumps({"type": event_type, "timestamp": _timestamp(now), "data": data},
+                               separators=(",", ":"), ensure_ascii=False)
+    session.add(event)
+    # The app enqueues delivery of these ids once the transaction has committed.
+    session.info.setdefault("recorded_events", []).append(event)
+    return event

@@ -1,0 +1,10 @@
+"""The scopes a key can hold: the spec's twelve, plus the webhook ones (CONTRACT §3)."""
+
+ALL_SCOPES = (
+    "company:read", "program:read", "subscription:read",
+    "customers:read", "customers:write", "ledger:write",
+    "checkout:write", "products:write",
+    "locations:read", "locations:write",
+    "credentials:read", "credentials:write",
+    "webhooks:read", "webhooks:write",
+)

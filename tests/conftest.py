@@ -1,0 +1,167 @@
+"""Fixtures on real databases. The suite runs on SQLite by default and on PostgreSQL when
+DATABASE_URL names one (`make test` runs both passes). Each test session builds a fresh
+database of its own by running the migrations, and every test starts from empty tables.
+
+Under CI=true a test that needs PostgreSQL or Redis fails when the service is missing;
+elsewhere it is skipped with the reason.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from app import create_app
+from app.config import Settings, normalise_database_url
+from app.db import Base, utcnow
+from app.migrate import upgrade
+from app.services import companies, credentials
+from app.services.scopes import ALL_SCOPES
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+SUITE_DATABASE_URL = normalise_database_url(os.environ.get("DATABASE_URL", ""))
+ON_POSTGRES = SUITE_DATABASE_URL.startswith("postgresql")
+REDIS_URL = os.environ.get("REDIS_URL", "")
+TEST_PEPPER = "test-pepper"
+
+
+def pytest_runtest_setup(item):
+    needs = [name for name, present in (("postgres", ON_POSTGRES), ("redis", bool(REDIS_URL)))
+             if name in item.keywords and not present]
+    if not needs:
+        return
+    message = f"needs {' and '.join(needs)}: the PostgreSQL + Redis pass of `make test` runs it"
+    if IN_CI:
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def _create_postgres_database(server_url: str) -> str:
+    name = f"loyalty_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def _drop_postgres_database(server_url: str, url: str) -> None:
+    name = make_url(url).database
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory):
+    if ON_POSTGRES:
+        url = _create_postgres_database(SUITE_DATABASE_URL)
+        upgrade(url)
+        yield url
+        _drop_postgres_database(SUITE_DATABASE_URL, url)
+    else:
+        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'loyalty.db'}"
+        upgrade(url)
+        yield url
+
+
+@pytest.fixture(scope="session")
+def settings(database_url):
+    return Settings(database_url=database_url, redis_url=REDIS_URL or None,
+                    api_key_pepper=TEST_PEPPER, rq_queue=f"loyalty-test-{uuid.uuid4().hex[:8]}",
+                    webhook_retry_schedule="1,1", log_level="WARNING", development=False)
+
+
+@pytest.fixture(scope="session")
+def app(settings):
+    return create_app(settings)
+
+
+@pytest.fixture(autouse=True)
+def _empty_tables(request):
+    """Every test starts from empty tables (the schema stays)."""
+    yield
+    if "app" not in request.fixturenames:
+        return
+    engine = request.getfixturevalue("app").extensions["engine"]
+    tables = [t.name for t in reversed(Base.metadata.sorted_tables)]
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("TRUNCATE " + ", ".join(tables) + " CASCADE"))
+        else:
+            for table in tables:
+                connection.execute(text(f"DELETE FROM {table}"))
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def db(app):
+    """A session of our own for arranging and checking, outside any request."""
+    session = app.extensions["session_factory"]()
+    yield session
+    session.rollback()
+    session.close()
+
+
+@dataclass
+class Tenant:
+    """A company with a key holding every scope; `headers()` authenticates as it."""
+
+    app: object
+    company_id: str
+    key: str
+    extra_keys: dict = field(default_factory=dict)
+
+    def headers(self, key: str | None = None, **more) -> dict:
+        headers = {"Authorization": f"Bearer {key or self.key}"}
+        headers.update({k.replace("_", "-"): v for k, v in more.items()})
+        return headers
+
+    def key_with(self, *scopes: str) -> str:
+        with self.app.app_context():
+            session = self.app.extensions["session_factory"]()
+            _, key = credentials.issue_credential(session, self.company_id, "test key", list(scopes),
+                                                  pepper=TEST_PEPPER, now=utcnow())
+            session.commit()
+            session.close()
+        return key
+
+
+def make_tenant(app, name: str = "Test Shop", **subscription) -> Tenant:
+    """A company as `flask companies create` makes it, with an ACTIVE subscription and room
+    for registers unless told otherwise."""
+    session = app.extensions["session_factory"]()
+    now = utcnow()
+    company = companies.create_company(session, name, now=now, tariff="standard",
+                                       register_limit=subscription.pop("register_limit", 10),
+                                       status=subscription.pop("status", "ACTIVE"))
+    _, key = credentials.issue_credential(session, company.id, "all scopes", list(ALL_SCOPES),
+                                          pepper=TEST_PEPPER, now=now)
+    session.commit()
+    session.close()
+    return Tenant(app=app, company_id=company.id, key=key)
+
+
+@pytest.fixture
+def tenant(app):
+    return make_tenant(app, "Test Shop")
+
+
+@pytest.fixture
+def other_tenant(app):
+    return make_tenant(app, "Other Shop")
+
+
+@pytest.fixture
+def idem():
+    """A fresh Idempotency-Key header value each call."""
+    return lambda: uuid.uuid4().hex

@@ -1,0 +1,1 @@
+"""The background worker: RQ jobs (webhook delivery) and periodic upkeep."""

@@ -1,0 +1,43 @@
+"""`python -m worker`: an RQ worker with its scheduler, plus a timer that enqueues the
+periodic upkeep. Several workers may run: a Redis lock lets one enqueue per interval."""
+from __future__ import annotations
+
+import logging
+import threading
+
+from redis import Redis
+from rq import Queue, Worker
+
+from worker.context import worker_app
+from worker.periodic import INTERVAL_SECONDS
+
+log = logging.getLogger("worker")
+PERIODIC_JOB = "worker.periodic.run_periodic_tasks"
+
+
+def _enqueue_periodic(redis: Redis, queue: Queue, stop: threading.Event) -> None:
+    while not stop.is_set():
+        # One enqueue per interval across all workers.
+        if redis.set("loyalty:periodic-lock", "1", nx=True, ex=INTERVAL_SECONDS - 1):
+            queue.enqueue(PERIODIC_JOB, job_timeout=600)
+        stop.wait(INTERVAL_SECONDS)
+
+
+def main() -> None:
+    app = worker_app()
+    settings = app.config["SETTINGS"]
+    if not settings.redis_url:
+        raise SystemExit("REDIS_URL must be set for the worker")
+    redis = Redis.from_url(settings.redis_url)
+    queue = Queue(settings.rq_queue, connection=redis)
+    stop = threading.Event()
+    timer = threading.Thread(target=_enqueue_periodic, args=(redis, queue, stop), daemon=True)
+    timer.start()
+    try:
+        Worker([queue], connection=redis).work(with_scheduler=True)
+    finally:
+        stop.set()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""Periodic upkeep. Correctness never waits for it (everything that matures or expires is
+also handled on first touch); it keeps balances and states fresh for readers.
+
+Each task is `task(session, now) -> int` (how many things it handled) and runs in its own
+transaction, so one failing task does not hold back the others.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.services import ledger
+from worker.context import job_session
+
+log = logging.getLogger("worker.periodic")
+INTERVAL_SECONDS = 30
+
+
+def mature_rewards(session: Session, now: datetime) -> int:
+    matured = 0
+    for company_id, customer_id in ledger.accounts_due(session, now):
+        account = ledger.lock_account(session, company_id, customer_id, now)
+        matured += 1 if account is not None else 0
+    return matured
+
+
+TASKS = [
+    ("mature rewards", mature_rewards),
+]
+
+
+def run_periodic_tasks(app=None, now: datetime | None = None) -> dict[str, int]:
+    results = {}
+    for name, task in TASKS:
+        try:
+            with job_session(app) as session:
+                results[name] = task(session, now or utcnow())
+        except Exception:
+            log.exception("periodic task failed: %s", name)
+            results[name] = -1
+    return results
