@@ -1,14 +1,13 @@
-"""The operator's `flask` commands (CONTRACT §11). Each prints what it made as its last line,
-alone, so scripts can read it."""
+"""Operator commands for the schema, companies, keys, programs, subscriptions and the demo."""
 from __future__ import annotations
 
-from contextlib import contextmanager
 from datetime import datetime, timezone
 
 import click
-from flask import Flask, current_app
+from flask import current_app
 from flask.cli import AppGroup
 
+from app.cli.session import operator_session
 from app.db import utcnow
 from app.services import companies, credentials, money
 from app.services.scopes import ALL_SCOPES
@@ -19,20 +18,6 @@ credentials_cli = AppGroup("credentials", help="API keys.")
 programs_cli = AppGroup("programs", help="Loyalty programs.")
 subscriptions_cli = AppGroup("subscriptions", help="Subscriptions.")
 idempotency_cli = AppGroup("idempotency", help="Idempotency records.")
-
-
-@contextmanager
-def operator_session():
-    """One transaction per command: all of it or nothing."""
-    session = current_app.extensions["session_factory"]()
-    try:
-        yield session
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 def _pepper() -> str:
@@ -203,8 +188,4 @@ def demo():
         key = create_demo(session, pepper=_pepper(), now=utcnow())
     click.echo(key)
 
-
-def register_commands(app: Flask) -> None:
-    for group in (db_cli, companies_cli, credentials_cli, programs_cli, subscriptions_cli,
-                  idempotency_cli, demo):
-        app.cli.add_command(group)
+COMMANDS = (db_cli, companies_cli, credentials_cli, programs_cli, subscriptions_cli, idempotency_cli, demo)

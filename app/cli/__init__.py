@@ -1,0 +1,17 @@
+"""The operator's `flask` commands (CONTRACT §11). Each prints what it made as its last line,
+alone, so scripts can read it. One module per area; each exports COMMANDS."""
+from __future__ import annotations
+
+from importlib import import_module
+
+from flask import Flask
+
+COMMAND_MODULES = (
+    "app.cli.tenants",
+)
+
+
+def register_commands(app: Flask) -> None:
+    for module in COMMAND_MODULES:
+        for command in import_module(module).COMMANDS:
+            app.cli.add_command(command)
