@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import sessionmaker
 
 from app import create_app
 from app.config import Settings, normalise_database_url
@@ -103,10 +104,23 @@ def client(app):
     return app.test_client()
 
 
+@pytest.fixture(scope="session")
+def _checking_sessions(app, database_url):
+    """Sessions for the tests' own arranging and checking. On SQLite they use plain deferred
+    transactions, so a test's read never holds the write lock the app's requests wait for."""
+    if not database_url.startswith("sqlite"):
+        yield app.extensions["session_factory"]
+        return
+    engine = create_engine(database_url, connect_args={"timeout": 30})
+    yield sessionmaker(engine, expire_on_commit=False)
+    engine.dispose()
+
+
 @pytest.fixture
-def db(app):
-    """A session of our own for arranging and checking, outside any request."""
-    session = app.extensions["session_factory"]()
+def db(_checking_sessions):
+    """A session of our own for arranging and checking, outside any request. Commit what
+    you arrange; reads see the latest committed state after `db.expire_all()`."""
+    session = _checking_sessions()
     yield session
     session.rollback()
     session.close()

@@ -12,7 +12,7 @@ class CreateCredentialRequest(Schema):
 
 
 class RotateCredentialRequest(Schema):
-    gracePeriodSeconds = ma.fields.Integer(load_default=0, validate=ma.validate.Range(0, 86400))
+    gracePeriodSeconds = ma.fields.Integer(load_default=0, strict=True, validate=ma.validate.Range(0, 86400))
 
 
 class CredentialResponse(Schema):

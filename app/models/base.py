@@ -25,7 +25,8 @@ class TenantMixin:
 
     @declared_attr
     def company_id(cls) -> Mapped[str]:
-        return mapped_column(String(36), ForeignKey("companies.id"), primary_key=True)
+        # First in the primary key: the key's prefix is the company (index scans, distribution).
+        return mapped_column(String(36), ForeignKey("companies.id"), primary_key=True, sort_order=-2)
 
-    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id, sort_order=-1)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

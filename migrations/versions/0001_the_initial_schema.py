@@ -41,7 +41,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_api_credentials_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_api_credentials'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_api_credentials'))
     )
     with op.batch_alter_table('api_credentials', schema=None) as batch_op:
         batch_op.create_index('ix_api_credentials_key_digest', ['key_digest'], unique=False)
@@ -54,7 +54,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_cashiers_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_cashiers')),
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_cashiers')),
     sa.UniqueConstraint('company_id', 'external_id', name=op.f('uq_cashiers_company_id_external_id'))
     )
     op.create_table('customers',
@@ -69,7 +69,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_customers_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_customers')),
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_customers')),
     sa.UniqueConstraint('company_id', 'card_number', name=op.f('uq_customers_company_id_card_number')),
     sa.UniqueConstraint('company_id', 'phone', name=op.f('uq_customers_company_id_phone'))
     )
@@ -88,7 +88,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_gift_cards_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_gift_cards'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_gift_cards'))
     )
     with op.batch_alter_table('gift_cards', schema=None) as batch_op:
         batch_op.create_index('ix_gift_cards_code_digest', ['company_id', 'code_digest'], unique=True)
@@ -121,7 +121,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_otp_challenges_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_otp_challenges'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_otp_challenges'))
     )
     with op.batch_alter_table('otp_challenges', schema=None) as batch_op:
         batch_op.create_index('ix_otp_challenges_phone', ['company_id', 'phone', 'created_at'], unique=False)
@@ -134,7 +134,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_outbox_events_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_outbox_events'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_outbox_events'))
     )
     with op.batch_alter_table('outbox_events', schema=None) as batch_op:
         batch_op.create_index('ix_outbox_events_undispatched', ['dispatched_at', 'created_at'], unique=False)
@@ -151,7 +151,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_programs_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_programs')),
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_programs')),
     sa.UniqueConstraint('company_id', name=op.f('uq_programs_company_id'))
     )
     op.create_table('stores',
@@ -167,7 +167,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_stores_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_stores'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_stores'))
     )
     op.create_table('subscriptions',
     sa.Column('tariff', sa.String(length=50), nullable=False),
@@ -179,7 +179,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_subscriptions_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_subscriptions')),
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_subscriptions')),
     sa.UniqueConstraint('company_id', name=op.f('uq_subscriptions_company_id'))
     )
     op.create_table('webhook_endpoints',
@@ -194,7 +194,7 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_webhook_endpoints_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_webhook_endpoints'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_webhook_endpoints'))
     )
     op.create_table('catalog_items',
     sa.Column('company_id', sa.String(length=36), nullable=False),
@@ -223,7 +223,7 @@ def upgrade() -> None:
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id', 'store_id'], ['stores.company_id', 'stores.id'], name=op.f('fk_catalog_syncs_company_id_store_id_stores')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_catalog_syncs_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_catalog_syncs'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_catalog_syncs'))
     )
     op.create_table('checkout_sessions',
     sa.Column('external_receipt_id', sa.String(length=128), nullable=False),
@@ -239,7 +239,7 @@ def upgrade() -> None:
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id', 'customer_id'], ['customers.company_id', 'customers.id'], name=op.f('fk_checkout_sessions_company_id_customer_id_customers')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_checkout_sessions_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_checkout_sessions'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_checkout_sessions'))
     )
     with op.batch_alter_table('checkout_sessions', schema=None) as batch_op:
         batch_op.create_index('ix_checkout_sessions_expiry', ['state', 'expires_at'], unique=False)
@@ -259,7 +259,7 @@ def upgrade() -> None:
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id', 'customer_id'], ['customers.company_id', 'customers.id'], name=op.f('fk_holds_company_id_customer_id_customers')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_holds_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_holds'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_holds'))
     )
     with op.batch_alter_table('holds', schema=None) as batch_op:
         batch_op.create_index('ix_holds_expiry', ['state', 'expires_at'], unique=False)
@@ -280,7 +280,7 @@ def upgrade() -> None:
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id', 'customer_id'], ['customers.company_id', 'customers.id'], name=op.f('fk_ledger_entries_company_id_customer_id_customers')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_ledger_entries_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_ledger_entries'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_ledger_entries'))
     )
     with op.batch_alter_table('ledger_entries', schema=None) as batch_op:
         batch_op.create_index('ix_ledger_entries_customer', ['company_id', 'customer_id', 'created_at'], unique=False)
@@ -316,7 +316,7 @@ def upgrade() -> None:
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id', 'customer_id'], ['customers.company_id', 'customers.id'], name=op.f('fk_sales_company_id_customer_id_customers')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_sales_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_sales')),
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_sales')),
     sa.UniqueConstraint('company_id', 'checkout_session_id', name=op.f('uq_sales_company_id_checkout_session_id')),
     sa.UniqueConstraint('company_id', 'external_receipt_id', name=op.f('uq_sales_company_id_external_receipt_id'))
     )
@@ -331,7 +331,7 @@ def upgrade() -> None:
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id', 'store_id'], ['stores.company_id', 'stores.id'], name=op.f('fk_terminals_company_id_store_id_stores')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_terminals_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_terminals')),
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_terminals')),
     sa.UniqueConstraint('company_id', 'pos_key', name=op.f('uq_terminals_company_id_pos_key'))
     )
     with op.batch_alter_table('terminals', schema=None) as batch_op:
@@ -352,7 +352,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['company_id', 'endpoint_id'], ['webhook_endpoints.company_id', 'webhook_endpoints.id'], name=op.f('fk_webhook_deliveries_company_id_endpoint_id_webhook_endpoints')),
     sa.ForeignKeyConstraint(['company_id', 'event_id'], ['outbox_events.company_id', 'outbox_events.id'], name=op.f('fk_webhook_deliveries_company_id_event_id_outbox_events')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_webhook_deliveries_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_webhook_deliveries'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_webhook_deliveries'))
     )
     with op.batch_alter_table('webhook_deliveries', schema=None) as batch_op:
         batch_op.create_index('ix_webhook_deliveries_due', ['state', 'next_attempt_at'], unique=False)
@@ -371,7 +371,7 @@ def upgrade() -> None:
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id', 'checkout_session_id'], ['checkout_sessions.company_id', 'checkout_sessions.id'], name=op.f('fk_quotes_company_id_checkout_session_id_checkout_sessions')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_quotes_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_quotes'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_quotes'))
     )
     op.create_table('returns',
     sa.Column('sale_id', sa.String(length=36), nullable=False),
@@ -384,7 +384,7 @@ def upgrade() -> None:
     sa.Column('company_id', sa.String(length=36), nullable=False),
     sa.ForeignKeyConstraint(['company_id', 'sale_id'], ['sales.company_id', 'sales.id'], name=op.f('fk_returns_company_id_sale_id_sales')),
     sa.ForeignKeyConstraint(['company_id'], ['companies.id'], name=op.f('fk_returns_company_id_companies')),
-    sa.PrimaryKeyConstraint('id', 'company_id', name=op.f('pk_returns'))
+    sa.PrimaryKeyConstraint('company_id', 'id', name=op.f('pk_returns'))
     )
     with op.batch_alter_table('returns', schema=None) as batch_op:
         batch_op.create_index('ix_returns_sale', ['company_id', 'sale_id'], unique=False)
