@@ -53,6 +53,10 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _unicode_lower(value):
+    return value.lower() if isinstance(value, str) else value
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
@@ -66,6 +70,9 @@ def make_engine(url: str) -> Engine:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
+            # SQLite's own lower() folds ASCII only; case-insensitive search of Cyrillic
+            # names must behave as it does on PostgreSQL.
+            dbapi_connection.create_function("lower", 1, _unicode_lower, deterministic=True)
 
         @event.listens_for(engine, "begin")
         def _sqlite_begin(connection):
