@@ -6,7 +6,8 @@ from flask import Flask
 from app.config import INSTANCE_DIR, Settings
 
 API_BLUEPRINTS = (
-    "app.api.system", "app.api.company", "app.api.credentials",
+    "app.api.system", "app.api.company", "app.api.credentials", "app.api.webhooks",
+    "app.api.gift_cards", "app.api.cards",
 )
 
 

@@ -8,6 +8,8 @@ from flask import Flask
 
 COMMAND_MODULES = (
     "app.cli.tenants",
+    "app.cli.webhooks",
+    "app.cli.gift_cards",
 )
 
 

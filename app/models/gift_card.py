@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index, String
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UtcDateTime
@@ -20,3 +20,15 @@ class GiftCard(TenantMixin, Base):
     balance: Mapped[int] = mapped_column(Money)
     state: Mapped[str] = mapped_column(String(20), default="ACTIVE")
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class GiftCardLookupMisses(Base):
+    """Unknown codes looked up by one key in its current window (the embedded counter; with
+    Redis the count lives there). One row per key, reset in place when its window is over."""
+
+    __tablename__ = "gift_card_lookup_misses"
+
+    company_id: Mapped[str] = mapped_column(String(36), ForeignKey("companies.id"), primary_key=True)
+    credential_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    window_started: Mapped[int] = mapped_column(BigInteger)  # unix seconds of the window's first miss
+    misses: Mapped[int] = mapped_column(Integer)

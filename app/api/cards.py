@@ -1,0 +1,110 @@
+"""The shopper's loyalty card, outside /v1 and without a key: the token in the address is
+the only credential. A web page to show at the register, and an Apple Wallet pass."""
+from __future__ import annotations
+
+import logging
+
+from flask import Response, current_app, render_template, request
+from flask.views import MethodView
+from markupsafe import Markup
+
+from app.api.base import Blueprint, ErrorResponse
+from app.db import request_session, utcnow
+from app.services import cards, customer_cards
+from app.services.errors import DomainError, NotFound
+from app.services.wallet_pass import PassSigner
+
+log = logging.getLogger("app.cards")
+blp = Blueprint("cards", __name__, url_prefix="/cards", description="Customer loyalty cards")
+
+PKPASS_MEDIA_TYPE = "application/vnd.apple.pkpass"
+WALLET_SETTINGS = ("cert_file", "key_file", "wwdr_file", "pass_type_id", "team_id")
+# The page runs no script and loads nothing from anywhere: inline styles and SVG only.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; "
+                               "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",  # the token is the address: never hand it to another site
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "X-Robots-Tag": "noindex, nofollow",
+}
+
+
+def _prefers_html() -> bool:
+    return request.accept_mimetypes.best_match(["application/json", "text/html"]) == "text/html"
+
+
+def _open_card(token: str) -> customer_cards.LoyaltyCard | Response:
+    """The card, or the 404 in the form the client prefers; it never says why."""
+    try:
+        return customer_cards.card_by_token(request_session(), token, utcnow())
+    except NotFound:
+        if not _prefers_html():
+            raise
+        return Response(render_template("card_not_found.html"), 404,
+                        headers=PAGE_HEADERS, mimetype="text/html")
+
+
+def wallet_signer() -> PassSigner | None:
+    """The pass certificate from WALLET_* settings, or None when any of them is missing."""
+    wallet = current_app.config["SETTINGS"].wallet or {}
+    if not all(wallet.get(name) for name in WALLET_SETTINGS):
+        return None
+    try:
+        return PassSigner.from_files(*(wallet[name] for name in WALLET_SETTINGS))
+    except OSError:
+        log.error("the WALLET_* certificate files cannot be read", exc_info=True)
+        return None
+
+
+@blp.route("/<token>")
+class CardPage(MethodView):
+    @blp.operation(scope=None)
+    @blp.response(200, {"type": "string"}, content_type="text/html",
+                  description="The card page: barcode, balance, stores, Add to Apple Wallet")
+    @blp.alt_response(404, schema=ErrorResponse,
+                      description="Unknown token (an HTML page when the client prefers text/html)")
+    def get(self, token):
+        """The customer's card as a small mobile web page."""
+        card = _open_card(token)
+        if isinstance(card, Response):
+            return card
+        stores, store_total = customer_cards.published_stores(request_session(), card.company.id)
+        html = render_template(
+            "card.html",
+            card=card,
+            amount=customer_cards.display_amount,
+            barcode=Markup(cards.ean13_svg(card.customer.card_number)),
+            qr_code=Markup(cards.barcode_svg(card.customer.card_number, scale=6)),
+            cities=customer_cards.stores_by_city(stores),
+            store_count=len(stores),
+            store_total=store_total,
+            pending_arrives_on=customer_cards.pending_arrival(card.account, stores),
+            wallet_url=f"{token}.pkpass" if wallet_signer() is not None else None,
+        )
+        return Response(html, 200, headers=PAGE_HEADERS, mimetype="text/html")
+
+
+@blp.route("/<token>.pkpass")
+class CardPass(MethodView):
+    @blp.operation(scope=None)
+    @blp.response(200, {"type": "string", "format": "binary"}, content_type=PKPASS_MEDIA_TYPE,
+                  description="An Apple Wallet store card")
+    @blp.alt_response(404, schema=ErrorResponse, description="Unknown token")
+    @blp.alt_response(503, schema=ErrorResponse,
+                      description="wallet_not_configured: no pass certificate on this server")
+    def get(self, token):
+        """The customer's card as an Apple Wallet pass (.pkpass)."""
+        card = _open_card(token)
+        if isinstance(card, Response):
+            return card
+        signer = wallet_signer()
+        if signer is None:
+            raise DomainError("Apple Wallet passes are not configured on this server",
+                              code="wallet_not_configured", status=503)
+        body = customer_cards.build_wallet_pass(request_session(), card, signer)
+        return Response(body, 200, mimetype=PKPASS_MEDIA_TYPE, headers={
+            "Content-Disposition": 'attachment; filename="loyalty-card.pkpass"',
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+        })

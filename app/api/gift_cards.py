@@ -1,0 +1,54 @@
+"""Gift-card lookup at the register."""
+from __future__ import annotations
+
+from flask import current_app, g
+from flask.views import MethodView
+
+from app.api.base import Blueprint, ErrorResponse
+from app.api.gift_cards_schemas import GiftCardResponse
+from app.db import request_session, utcnow
+from app.services import gift_cards
+from app.services.errors import NotFound, RateLimited
+
+blp = Blueprint("gift_cards", __name__, url_prefix="/v1", description="Gift cards")
+
+
+def miss_counter(app) -> gift_cards.MissCounter:
+    """Redis when configured (shared by every worker), else the database; made once per
+    process, after gunicorn forks, on first use."""
+    counter = app.extensions.get("gift_card_misses")
+    if counter is None:
+        redis_url = app.config["SETTINGS"].redis_url
+        if redis_url:
+            from redis import Redis
+
+            counter = gift_cards.RedisMissCounter(
+                Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=1))
+        else:
+            counter = gift_cards.DatabaseMissCounter()
+        app.extensions["gift_card_misses"] = counter
+    return counter
+
+
+@blp.route("/gift-cards/<code>")
+class GiftCardByCode(MethodView):
+    @blp.operation(scope="checkout:write")
+    @blp.response(200, GiftCardResponse)
+    @blp.alt_response(404, schema=ErrorResponse, description="No gift card of this company has this code")
+    @blp.alt_response(429, schema=ErrorResponse,
+                      description="Too many unknown codes from this key; see Retry-After")
+    def get(self, code):
+        """A gift card by its code as typed (any case; spaces and dashes ignored)."""
+        session = request_session()
+        now = utcnow()
+        try:
+            card = gift_cards.find_gift_card(
+                session, g.company_id, g.principal.credential_id, code,
+                pepper=current_app.config["SETTINGS"].api_key_pepper, now=now,
+                misses=miss_counter(current_app))
+        except (NotFound, RateLimited):
+            session.commit()  # the miss is this request's effect, even though it is refused
+            raise
+        return {"code": gift_cards.masked_code(card), "state": gift_cards.state_at(card, now),
+                "balance": card.balance, "initial_amount": card.initial_amount,
+                "currency": gift_cards.CURRENCY, "expires_at": card.expires_at}

@@ -1,0 +1,15 @@
+import marshmallow as ma
+
+from app.api.base import Schema
+from app.api.fields import Amount, Timestamp
+
+
+class GiftCardResponse(Schema):
+    code = ma.fields.String(required=True, metadata={"example": "************7KQ4",
+                                                     "description": "masked: only the last 4 shown"})
+    state = ma.fields.String(required=True, metadata={
+        "enum": ["ACTIVE", "REDEEMED", "EXPIRED", "BLOCKED"]})
+    balance = Amount(required=True)
+    initialAmount = Amount(attribute="initial_amount", required=True)
+    currency = ma.fields.String(required=True, metadata={"example": "RUB"})
+    expiresAt = Timestamp(attribute="expires_at", allow_none=True, required=True)

@@ -1,0 +1,120 @@
+"""The shopper's own loyalty card, reached by its unguessable token alone: what the card
+page and the Apple Wallet pass show."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.orm import Session
+
+from app.models import Company, Customer, RewardAccount, Store
+from app.services import ledger, wallet_pass
+from app.services.cards import CARD_TOKEN_BYTES
+from app.services.errors import NotFound
+from app.services.money import format_amount
+
+# token_urlsafe(32) gives 43 characters; anything else is not a token we made.
+CARD_TOKEN_LENGTH = -(-CARD_TOKEN_BYTES * 4 // 3)
+PAGE_STORE_LIMIT = 100
+DEFAULT_TIMEZONE = "Europe/Moscow"
+
+
+@dataclass(frozen=True)
+class LoyaltyCard:
+    customer: Customer
+    company: Company
+    account: RewardAccount
+
+
+def _published(company_id):
+    # channels is a space-separated set; pad it so "MINIAPP" matches only as a whole word.
+    return (Store.company_id == company_id, Store.active.is_(True),
+            (" " + Store.channels + " ").contains(" MINIAPP "))
+
+
+_CARD = (select(Customer, Company, RewardAccount)
+         .join(Company, Company.id == Customer.company_id)
+         .join(RewardAccount, (RewardAccount.company_id == Customer.company_id)
+               & (RewardAccount.customer_id == Customer.id))
+         .where(Customer.card_token == bindparam("token")))
+_STORES = (select(Store).where(*_published(bindparam("company_id")))
+           .order_by(Store.name, Store.id).limit(bindparam("limit")))
+_STORES_BY_CITY = (select(Store).where(*_published(bindparam("company_id")))
+                   .order_by(Store.city, Store.name, Store.id).limit(bindparam("limit")))
+_STORE_COUNT = select(func.count()).select_from(Store).where(*_published(bindparam("company_id")))
+
+
+def card_by_token(session: Session, token: str, now: datetime) -> LoyaltyCard:
+    """The card a token opens, or NotFound, which says nothing about why."""
+    if not isinstance(token, str) or len(token) != CARD_TOKEN_LENGTH:
+        raise NotFound("card")
+    row = session.execute(_CARD, {"token": token}).first()
+    if row is None:
+        raise NotFound("card")
+    customer, company, account = row
+    if account.next_maturity_at is not None and account.next_maturity_at <= now:
+        # Something has matured since the last touch: show it as available, as the register would.
+        account = ledger.lock_account(session, company.id, customer.id, now)
+    return LoyaltyCard(customer=customer, company=company, account=account)
+
+
+def published_stores(session: Session, company_id: str, limit: int = PAGE_STORE_LIMIT
+                     ) -> tuple[list[Store], int]:
+    """The company's active stores published to MINIAPP, by city and name, and their count."""
+    stores = list(session.scalars(_STORES_BY_CITY, {"company_id": company_id, "limit": limit}))
+    total = len(stores) if len(stores) < limit else session.scalar(
+        _STORE_COUNT, {"company_id": company_id})
+    return stores, total
+
+
+def stores_by_city(stores: list[Store]) -> list[tuple[str, list[Store]]]:
+    cities: dict[str, list[Store]] = {}
+    for store in stores:
+        cities.setdefault(store.city, []).append(store)
+    return list(cities.items())
+
+
+def wallet_locations(session: Session, company_id: str) -> list[dict]:
+    """The pass's geotags: the first ten published active stores by name."""
+    stores = session.scalars(_STORES, {"company_id": company_id,
+                                       "limit": wallet_pass.MAX_LOCATIONS})
+    return [{"latitude": store.latitude, "longitude": store.longitude,
+             "relevantText": f"{store.name} is nearby: your card is ready"} for store in stores]
+
+
+def pending_arrival(account: RewardAccount, stores: list[Store]) -> str | None:
+    """When the next pending bonuses become available, as a date in the shops' time zone."""
+    if not account.pending or account.next_maturity_at is None:
+        return None
+    zone = ZoneInfo(stores[0].timezone if stores else DEFAULT_TIMEZONE)
+    day = account.next_maturity_at.astimezone(zone)
+    return f"{day.day} {day:%B %Y}"
+
+
+def display_amount(kopecks: int) -> str:
+    """"1 234.50": digits grouped by no-break spaces, for people rather than programs."""
+    text = format_amount(kopecks)
+    sign = "-" if text.startswith("-") else ""
+    whole, _, fraction = text.lstrip("-").partition(".")
+    groups = []
+    while whole:
+        groups.insert(0, whole[-3:])
+        whole = whole[:-3]
+    return f"{sign}{chr(0xA0).join(groups)}.{fraction}"
+
+
+def build_wallet_pass(session: Session, card: LoyaltyCard, signer: wallet_pass.PassSigner) -> bytes:
+    account = card.account
+    return wallet_pass.build_pass(
+        signer,
+        serial_number=card.customer.id,
+        organization_name=card.company.name,
+        description=f"{card.company.name} loyalty card",
+        card_number=card.customer.card_number,
+        balance_text=display_amount(account.available),
+        pending_text=display_amount(account.pending) if account.pending else None,
+        locations=wallet_locations(session, card.company.id),
+        relevant_text=None,
+    )
