@@ -34,3 +34,4 @@ def configure_logging(level: str) -> None:
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
     root.setLevel(level)
+    logging.getLogger("alembic").setLevel(logging.WARNING)

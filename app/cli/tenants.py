@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 import click
 from flask import current_app
-from flask.cli import AppGroup
+from flask.cli import AppGroup, with_appcontext
 
 from app.cli.session import operator_session
 from app.db import utcnow
@@ -179,6 +179,7 @@ def idempotency_purge():
 
 
 @click.command("demo")
+@with_appcontext
 def demo():
     """A demo company with a store published to MINIAPP and a terminal; prints a key with
     every scope."""

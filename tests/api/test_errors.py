@@ -1,0 +1,101 @@
+"""Every error is JSON in the contract's shapes; stack traces never reach a response."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app import create_app
+
+
+def test_unknown_path_and_method_are_json(client, tenant):
+    missing = client.get("/v1/no-such-thing", headers=tenant.headers())
+    assert missing.status_code == 404
+    assert missing.get_json() == {"detail": "not found", "code": "not_found"}
+    wrong_method = client.put("/v1/company", headers=tenant.headers())
+    assert wrong_method.status_code == 405
+    assert wrong_method.get_json()["code"] == "method_not_allowed"
+    assert client.get("/nowhere").get_json()["code"] == "not_found"
+
+
+def test_body_that_is_not_json_is_415_after_authentication(client, tenant):
+    response = client.post("/v1/api-credentials", headers=tenant.headers(), data="name=x",
+                           content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 415
+    assert response.get_json()["code"] == "unsupported_media_type"
+    anonymous = client.post("/v1/api-credentials", data="name=x", content_type="text/plain")
+    assert anonymous.status_code == 401
+
+
+def test_validation_errors_use_the_http_validation_error_shape(client, tenant):
+    response = client.post("/v1/api-credentials", headers=tenant.headers(),
+                           json={"scopes": [], "companyId": "someone-else"})
+    assert response.status_code == 422
+    detail = response.get_json()["detail"]
+    by_loc = {tuple(item["loc"]): item for item in detail}
+    assert by_loc[("body", "name")]["type"] == "missing"
+    assert ("body", "scopes") in by_loc
+    assert by_loc[("body", "companyId")]["type"] == "unknown_field"
+    assert all(set(item) == {"loc", "msg", "type"} for item in detail)
+
+
+def test_missing_and_malformed_bodies_are_422_on_body(client, tenant):
+    empty = client.post("/v1/api-credentials", headers=tenant.headers())
+    assert empty.status_code == 422
+    assert empty.get_json()["detail"] == [{"loc": ["body"], "msg": "a JSON body is required", "type": "missing"}]
+    broken = client.post("/v1/api-credentials", headers=tenant.headers(), data="{",
+                         content_type="application/json")
+    assert broken.status_code == 422
+    assert broken.get_json()["detail"][0]["type"] == "json_invalid"
+
+
+def test_request_id_is_echoed_or_made(client):
+    echoed = client.get("/health", headers={"X-Request-Id": "till-7-receipt-42"})
+    assert echoed.headers["X-Request-Id"] == "till-7-receipt-42"
+    made = client.get("/health")
+    assert len(made.headers["X-Request-Id"]) == 32
+    unsafe = client.get("/health", headers={"X-Request-Id": "<script>" + "x" * 200})
+    assert len(unsafe.headers["X-Request-Id"]) == 32
+
+
+@pytest.fixture
+def small_app(settings):
+    return create_app(dataclasses.replace(settings, max_content_length=200))
+
+
+def test_body_over_the_limit_is_413(small_app, tenant):
+    client = small_app.test_client()
+    response = client.post("/v1/api-credentials", headers=tenant.headers(),
+                           json={"name": "x" * 500, "scopes": ["company:read"]})
+    assert response.status_code == 413
+    assert response.get_json()["code"] == "payload_too_large"
+
+
+def test_unexpected_error_is_500_without_a_trace(settings, caplog):
+    app = create_app(settings)
+
+    @app.get("/explode")
+    def explode():
+        raise RuntimeError("secret internals")
+
+    response = app.test_client().get("/explode")
+    assert response.status_code == 500
+    assert response.get_json() == {"detail": "internal error", "code": "internal_error"}
+    assert "secret internals" not in response.get_data(as_text=True)
+    assert any("secret internals" in (r.exc_text or str(r.exc_info)) for r in caplog.records if r.exc_info)
+
+
+def test_health_needs_no_database_and_ready_checks_it(settings, tmp_path):
+    broken = create_app(dataclasses.replace(
+        settings, database_url=f"sqlite:///{tmp_path}/missing-dir/none.db"))
+    client = broken.test_client()
+    assert client.get("/health").status_code == 200
+    ready = client.get("/ready")
+    assert ready.status_code == 503
+    assert ready.get_json()["code"] == "not_ready"
+
+
+def test_ready_answers_when_the_database_does(client):
+    response = client.get("/ready")
+    assert response.status_code == 200
+    assert all(isinstance(v, str) for v in response.get_json().values())

@@ -1,0 +1,31 @@
+import pytest
+
+from app.config import DEVELOPMENT_PEPPER, ConfigError, Settings
+
+
+def test_embedded_default_runs_on_sqlite_with_a_development_pepper():
+    settings = Settings.from_env({})
+    assert settings.is_sqlite and settings.database_url.endswith("instance/loyalty.db")
+    assert settings.api_key_pepper == DEVELOPMENT_PEPPER
+    assert settings.idempotency_ttl == 86400 and settings.max_content_length == 16 * 1024 * 1024
+    assert settings.redis_url is None and not settings.webhook_allow_private_addresses
+
+
+def test_postgresql_without_a_pepper_refuses_to_start():
+    with pytest.raises(ConfigError, match="API_KEY_PEPPER"):
+        Settings.from_env({"DATABASE_URL": "postgresql://db/loyalty"})
+
+
+def test_postgresql_url_uses_psycopg2_and_settings_are_read():
+    settings = Settings.from_env({
+        "DATABASE_URL": "postgres://u@db/loyalty", "API_KEY_PEPPER": "p", "IDEMPOTENCY_TTL": "60",
+        "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "true", "REDIS_URL": "redis://r:6379/1",
+    })
+    assert settings.database_url == "postgresql+psycopg2://u@db/loyalty"
+    assert settings.idempotency_ttl == 60 and settings.webhook_allow_private_addresses
+    assert settings.redis_url == "redis://r:6379/1"
+
+
+def test_malformed_number_is_a_config_error():
+    with pytest.raises(ConfigError, match="IDEMPOTENCY_TTL"):
+        Settings.from_env({"IDEMPOTENCY_TTL": "a day"})
