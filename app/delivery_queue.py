@@ -1,6 +1,7 @@
 """The RQ queue that carries webhook work to the worker."""
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 
 from redis import Redis
@@ -9,6 +10,11 @@ from rq import Queue
 from app.config import Settings
 
 DISPATCH_JOB = "worker.jobs.dispatch_events"
+DELIVER_JOB = "worker.jobs.deliver"
+# An attempt never runs longer than this: its lease (app.services.webhooks) outlasts it.
+DELIVER_JOB_TIMEOUT = 45
+# A finished delivery job leaves nothing in Redis; the database holds the outcome.
+DELIVER_JOB_OPTIONS = {"timeout": DELIVER_JOB_TIMEOUT, "result_ttl": 0, "failure_ttl": 7 * 24 * 3600}
 
 
 @lru_cache(maxsize=4)
@@ -21,3 +27,20 @@ def event_enqueuer(settings: Settings):
         queue(settings.redis_url, settings.rq_queue).enqueue(DISPATCH_JOB, ids)
 
     return enqueue
+
+
+def enqueue_deliveries(settings: Settings, ids: list[tuple[str, str]]) -> None:
+    """One delivery job per (company_id, delivery_id), in one round trip."""
+    if not ids or not settings.redis_url:
+        return
+    target = queue(settings.redis_url, settings.rq_queue)
+    target.enqueue_many([Queue.prepare_data(DELIVER_JOB, args=(company_id, delivery_id),
+                                            **DELIVER_JOB_OPTIONS)
+                         for company_id, delivery_id in ids])
+
+
+def enqueue_delivery_in(settings: Settings, company_id: str, delivery_id: str, seconds: float) -> None:
+    """The next attempt, handed to the worker's scheduler."""
+    queue(settings.redis_url, settings.rq_queue).enqueue_in(
+        timedelta(seconds=seconds), DELIVER_JOB, company_id, delivery_id,
+        job_timeout=DELIVER_JOB_TIMEOUT, result_ttl=0, failure_ttl=7 * 24 * 3600)

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.services import ledger
 from worker.context import job_session
+from worker.jobs import sweep_outbox
 
 log = logging.getLogger("worker.periodic")
 INTERVAL_SECONDS = 30
@@ -29,6 +30,7 @@ def mature_rewards(session: Session, now: datetime) -> int:
 
 TASKS = [
     ("mature rewards", mature_rewards),
+    ("webhook outbox sweep", sweep_outbox),
 ]
 
 

@@ -1,0 +1,43 @@
+"""Webhook endpoints: register (the signing secret shown once), list, delete."""
+from __future__ import annotations
+
+from flask import current_app, g
+from flask.views import MethodView
+
+from app.api.base import Blueprint
+from app.api.webhooks_schemas import (CreateWebhookEndpointRequest, IssuedWebhookEndpointResponse,
+                                      WebhookEndpointListResponse)
+from app.db import request_session, utcnow
+from app.services import webhooks
+
+blp = Blueprint("webhooks", __name__, url_prefix="/v1", description="Webhook endpoints")
+
+
+@blp.route("/webhook-endpoints")
+class WebhookEndpoints(MethodView):
+    @blp.operation(scope="webhooks:write")
+    @blp.arguments(CreateWebhookEndpointRequest)
+    @blp.response(201, IssuedWebhookEndpointResponse)
+    def post(self, body):
+        """Register an https:// endpoint on an allowed host for the named events (or "*")."""
+        endpoint, secret = webhooks.create_endpoint(
+            request_session(), g.company_id, url=body["url"], events=body["events"],
+            description=body.get("description"),
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow())
+        endpoint.secret = secret  # transient: dumped once in this response, stored only encrypted
+        return endpoint
+
+    @blp.operation(scope="webhooks:read")
+    @blp.response(200, WebhookEndpointListResponse)
+    def get(self):
+        """The company's endpoints, never their secrets."""
+        return {"items": webhooks.list_endpoints(request_session(), g.company_id)}
+
+
+@blp.route("/webhook-endpoints/<endpoint_id>")
+class WebhookEndpointById(MethodView):
+    @blp.operation(scope="webhooks:write")
+    @blp.response(204)
+    def delete(self, endpoint_id):
+        """Stop sending to the endpoint; deliveries not yet made are not sent."""
+        webhooks.delete_endpoint(request_session(), g.company_id, endpoint_id, now=utcnow())

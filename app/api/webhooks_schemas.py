@@ -1,0 +1,48 @@
+import marshmallow as ma
+
+from app.api.base import Schema
+from app.api.fields import Timestamp
+from app.services.events import EVENT_TYPES
+from app.services.webhooks import ALL_EVENTS, endpoint_events
+
+EVENT_NAMES = (*EVENT_TYPES, ALL_EVENTS)
+
+
+class CreateWebhookEndpointRequest(Schema):
+    url = ma.fields.String(required=True, validate=ma.validate.Length(1, 2000),
+                           metadata={"description": "https:// on a host the operator has allowed"})
+    events = ma.fields.List(
+        ma.fields.String(validate=ma.validate.OneOf(EVENT_NAMES)), required=True,
+        validate=ma.validate.Length(min=1),
+        metadata={"description": 'Event names, or ["*"] for every event'})
+    description = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=500))
+
+    @ma.validates("events")
+    def _all_or_names(self, events, **_kwargs):
+        if ALL_EVENTS in events and len(events) > 1:
+            raise ma.ValidationError('"*" stands alone: every event, or a list of names')
+
+    @ma.post_load
+    def _unique_events(self, data, **_kwargs):
+        data["events"] = list(dict.fromkeys(data["events"]))
+        return data
+
+
+class WebhookEndpointResponse(Schema):
+    id = ma.fields.String(required=True)
+    url = ma.fields.String(required=True)
+    events = ma.fields.Function(endpoint_events, required=True)
+    description = ma.fields.String(allow_none=True)
+    state = ma.fields.String(required=True, metadata={"enum": ["ACTIVE", "DISABLED"]})
+    createdAt = Timestamp(attribute="created_at", required=True)
+    disabledAt = Timestamp(attribute="disabled_at", allow_none=True,
+                           metadata={"description": "When a 410 from the receiver disabled it"})
+
+
+class IssuedWebhookEndpointResponse(WebhookEndpointResponse):
+    secret = ma.fields.String(required=True,
+                              metadata={"description": "whsec_… signing secret; shown once, never again"})
+
+
+class WebhookEndpointListResponse(Schema):
+    items = ma.fields.List(ma.fields.Nested(WebhookEndpointResponse), required=True)

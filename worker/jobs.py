@@ -1,0 +1,73 @@
+"""Webhook jobs: turn committed events into deliveries, make one delivery attempt, and the
+periodic sweep that re-enqueues whatever a lost job or a dead worker left in the outbox."""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta
+
+from flask import Flask, current_app, has_app_context
+from sqlalchemy.orm import Session
+
+from app.db import utcnow
+from app.delivery_queue import DISPATCH_JOB, enqueue_deliveries, enqueue_delivery_in, queue
+from app.services import webhooks
+from app.services.webhook_transport import DeliveryOutcome, post_event, retry_delays
+from worker.context import job_session, worker_app
+
+# The request enqueues its events the moment it has committed; only older ones are strays.
+EVENT_SWEEP_AGE = timedelta(seconds=10)
+# A delivery overdue this long has lost its job (due ones normally start within seconds).
+DELIVERY_SWEEP_AGE = timedelta(seconds=60)
+SWEEP_BATCH = 5000
+DISPATCH_CHUNK = 500
+
+
+def dispatch_events(ids: list[tuple[str, str]]) -> int:
+    app = worker_app()
+    with job_session(app) as session:
+        deliveries = webhooks.dispatch_events(session, [tuple(i) for i in ids], now=utcnow())
+    enqueue_deliveries(app.config["SETTINGS"], deliveries)
+    return len(deliveries)
+
+
+def deliver(company_id: str, delivery_id: str) -> str:
+    """One attempt of one delivery; schedules the next attempt when this one fails."""
+    app = worker_app()
+    settings = app.config["SETTINGS"]
+    with job_session(app) as session:
+        attempt = webhooks.begin_attempt(session, company_id, delivery_id, now=utcnow(),
+                                         pepper=settings.api_key_pepper)
+    if attempt is None:
+        return "not due"
+    if attempt.refusal:
+        outcome = DeliveryOutcome(status=None, retry_after=None, error=attempt.refusal)
+    else:
+        outcome = post_event(attempt.url, attempt.body, webhooks.attempt_headers(attempt, int(time.time())),
+                             timeout=webhooks.DELIVERY_TIMEOUT,
+                             allow_private=settings.webhook_allow_private_addresses,
+                             ca_bundle=settings.webhook_ca_bundle)
+    with job_session(app) as session:
+        retry_in = webhooks.finish_attempt(session, attempt, outcome, now=utcnow(),
+                                           delays=retry_delays(settings.webhook_retry_schedule))
+    if retry_in is not None:
+        enqueue_delivery_in(settings, company_id, delivery_id, retry_in)
+    return "delivered" if outcome.delivered else (outcome.error or f"HTTP {outcome.status}")
+
+
+def _app() -> Flask:
+    return current_app._get_current_object() if has_app_context() else worker_app()
+
+
+def sweep_outbox(session: Session, now: datetime) -> int:
+    """Periodic task: enqueue events never dispatched and deliveries whose job was lost, so a
+    crash between commit and enqueue, a Redis outage or a killed worker loses nothing."""
+    settings = _app().config["SETTINGS"]
+    if not settings.redis_url:
+        return 0
+    events = webhooks.undispatched_events(session, older_than=now - EVENT_SWEEP_AGE, limit=SWEEP_BATCH)
+    overdue = webhooks.overdue_deliveries(session, due_before=now - DELIVERY_SWEEP_AGE, limit=SWEEP_BATCH)
+    target = queue(settings.redis_url, settings.rq_queue)
+    for start in range(0, len(events), DISPATCH_CHUNK):
+        target.enqueue(DISPATCH_JOB, events[start:start + DISPATCH_CHUNK])
+    enqueue_deliveries(settings, overdue)
+    return len(events) + len(overdue)
