@@ -15,10 +15,15 @@ log = logging.getLogger("worker")
 PERIODIC_JOB = "worker.periodic.run_periodic_tasks"
 
 
+def periodic_lock_key(queue_name: str) -> str:
+    # Per queue: deployments (or test runs) sharing one Redis each get their upkeep.
+    return f"loyalty:periodic-lock:{queue_name}"
+
+
 def _enqueue_periodic(redis: Redis, queue: Queue, stop: threading.Event) -> None:
     while not stop.is_set():
         # One enqueue per interval across all workers.
-        if redis.set("loyalty:periodic-lock", "1", nx=True, ex=INTERVAL_SECONDS - 1):
+        if redis.set(periodic_lock_key(queue.name), "1", nx=True, ex=INTERVAL_SECONDS - 1):
             queue.enqueue(PERIODIC_JOB, job_timeout=600)
         stop.wait(INTERVAL_SECONDS)
 
