@@ -104,7 +104,8 @@ def mature_due(session: Session, account: RewardAccount, now: datetime) -> int:
     due = (LedgerEntry.company_id == account.company_id,
            LedgerEntry.customer_id == account.customer_id,
            LedgerEntry.status == "PENDING", LedgerEntry.available_at <= now)
-    amount = session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(*due)) or 0
+    # int(): PostgreSQL sums bigint as numeric, which would turn the balances into Decimals.
+    amount = int(session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(*due)) or 0)
     session.execute(update(LedgerEntry).where(*due).values(status="ACTIVE")
                     .execution_options(synchronize_session=False))
     account.pending -= amount
