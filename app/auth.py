@@ -3,8 +3,6 @@ the order of CONTRACT §2: authentication (401), scope (403), body media type an
 (415, 413), the register's X-Loyalty-Pos-Key; then the view validates and acts."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from flask import current_app, g, request
 
 from app.api.base import current_operation
@@ -18,13 +16,6 @@ POS_KEY_MAX_LENGTH = 128
 
 class Unauthorized(DomainError):
     status = 401
-
-
-@dataclass(frozen=True)
-class Principal:
-    company_id: str
-    credential_id: str
-    scopes: frozenset[str]
 
 
 def _bearer_key() -> str:
@@ -42,19 +33,19 @@ def authenticate_request() -> None:
         return
     settings = current_app.config["SETTINGS"]
     session = request_session()
-    credential = credentials.authenticate(session, _bearer_key(), pepper=settings.api_key_pepper,
-                                          now=utcnow())
-    if credential is None:
+    holder = credentials.authenticate(session, _bearer_key(), pepper=settings.api_key_pepper,
+                                      now=utcnow())
+    if holder is None:
         raise Unauthorized("the API key is not valid", code="invalid_api_key")
-    g.principal = Principal(credential.company_id, credential.id, credential.scope_set)
-    g.company_id = credential.company_id
+    g.principal = holder
+    g.company_id = holder.company_id
 
     operation = current_operation()
     if operation is not None and operation.scope and operation.scope not in g.principal.scopes:
         raise Forbidden(f"this key lacks the scope {operation.scope}", code="insufficient_scope",
                         scope=operation.scope)
     _check_body()
-    _resolve_terminal(session, credential.company_id)
+    _resolve_terminal(session, holder.company_id)
 
 
 def _check_body() -> None:

@@ -81,7 +81,9 @@ def make_engine(url: str) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(normalise_database_url(url), pool_size=5, max_overflow=10, pool_pre_ping=True)
+    # No pre-ping: it would add a round trip to every request. Connections are recycled
+    # instead, and a request that meets a dropped connection fails once and is retried.
+    return create_engine(normalise_database_url(url), pool_size=5, max_overflow=10, pool_recycle=1800)
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -2,9 +2,10 @@
 rotation; only its digest is kept."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.models import ApiCredential
@@ -75,24 +76,40 @@ def revoke_credential(session: Session, company_id: str, credential_id: str, *, 
         session.flush()
 
 
-def authenticate(session: Session, key: str, *, pepper: str, now: datetime) -> ApiCredential | None:
-    """The credential a key belongs to, or None. One indexed lookup; a malformed key costs none."""
+@dataclass(frozen=True)
+class KeyHolder:
+    """What a request needs of its credential: who, and what it may do."""
+
+    company_id: str
+    credential_id: str
+    scopes: frozenset[str]
+
+
+# Built once: the per-request lookup is a cached Core statement, not an ORM load.
+_BY_DIGEST = select(
+    ApiCredential.company_id, ApiCredential.id, ApiCredential.scopes, ApiCredential.key_digest,
+    ApiCredential.previous_valid_until, ApiCredential.revoked_at, ApiCredential.last_used_at,
+).where(or_(ApiCredential.key_digest == bindparam("digest"),
+            ApiCredential.previous_key_digest == bindparam("digest")))
+_TOUCH = update(ApiCredential).where(
+    ApiCredential.company_id == bindparam("owner_id"), ApiCredential.id == bindparam("credential_id"),
+    or_(ApiCredential.last_used_at.is_(None), ApiCredential.last_used_at < bindparam("stale_before")),
+).values(last_used_at=bindparam("used_at"))
+
+
+def authenticate(session: Session, key: str, *, pepper: str, now: datetime) -> KeyHolder | None:
+    """The holder of a key, or None. One indexed lookup; a malformed key costs none."""
     if not keys.is_well_formed(key):
         return None
     digest = keys.key_digest(pepper, key)
-    credential = session.scalar(select(ApiCredential).where(
-        or_(ApiCredential.key_digest == digest, ApiCredential.previous_key_digest == digest)))
-    if credential is None or credential.revoked_at is not None:
+    row = session.execute(_BY_DIGEST, {"digest": digest}).first()
+    if row is None or row.revoked_at is not None:
         return None
-    if credential.key_digest != digest and not (
-            credential.previous_valid_until and now < credential.previous_valid_until):
+    if row.key_digest != digest and not (row.previous_valid_until and now < row.previous_valid_until):
         return None
-    if credential.last_used_at is None or now - credential.last_used_at >= LAST_USED_RESOLUTION:
-        # At most one write a minute per key; the conditional update keeps concurrent
-        # requests from all writing it.
-        session.execute(update(ApiCredential).where(
-            ApiCredential.company_id == credential.company_id, ApiCredential.id == credential.id,
-            or_(ApiCredential.last_used_at.is_(None),
-                ApiCredential.last_used_at < now - LAST_USED_RESOLUTION),
-        ).values(last_used_at=now))
-    return credential
+    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
+        # At most one write a minute per key; the condition keeps concurrent requests from
+        # all writing it.
+        session.execute(_TOUCH, {"owner_id": row.company_id, "credential_id": row.id,
+                                 "stale_before": now - LAST_USED_RESOLUTION, "used_at": now})
+    return KeyHolder(row.company_id, row.id, frozenset(row.scopes.split()))
