@@ -1,0 +1,28 @@
+import marshmallow as ma
+
+from app.api.base import Schema
+from app.api.customers_schemas import Phone
+from app.api.fields import Timestamp
+from app.services.otp import CODE_DIGITS, PURPOSES
+
+
+class CreateOtpChallengeRequest(Schema):
+    phone = Phone(required=True)
+    purpose = ma.fields.String(required=True, validate=ma.validate.OneOf(PURPOSES))
+
+
+class ConfirmOtpChallengeRequest(Schema):
+    code = ma.fields.String(required=True, validate=ma.validate.Regexp(
+        rf"^[0-9]{{{CODE_DIGITS}}}\Z", error=f"must be a string of {CODE_DIGITS} digits"))
+
+
+class OtpChallengeResponse(Schema):
+    """Dumped from {"challenge", "state"}: the state as of now (a lapsed PENDING is EXPIRED)."""
+
+    id = ma.fields.String(attribute="challenge.id", required=True)
+    phone = ma.fields.String(attribute="challenge.phone", required=True)
+    purpose = ma.fields.String(attribute="challenge.purpose", required=True)
+    state = ma.fields.String(required=True)
+    expiresAt = Timestamp(attribute="challenge.expires_at", required=True)
+    attemptsLeft = ma.fields.Integer(attribute="challenge.attempts_left", required=True)
+    resendAvailableAt = Timestamp(attribute="challenge.resend_available_at", required=True)

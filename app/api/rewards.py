@@ -1,0 +1,51 @@
+"""A customer's reward account: balances, manual adjustments, the ledger's history."""
+from __future__ import annotations
+
+from flask import g
+from flask.views import MethodView
+
+from app.api.base import Blueprint
+from app.api.paging import OffsetArgs
+from app.api.rewards_schemas import (RewardAccountResponse, RewardActivityPageResponse,
+                                     RewardAdjustmentRequest, RewardAdjustmentResponse)
+from app.db import request_session, utcnow
+from app.services import rewards
+from app.services.events import record_event
+
+blp = Blueprint("rewards", __name__, url_prefix="/v1", description="Reward accounts")
+
+
+@blp.route("/customers/<customer_id>/reward-account")
+class RewardAccountView(MethodView):
+    @blp.operation(scope="customers:read")
+    @blp.response(200, RewardAccountResponse)
+    def get(self, customer_id):
+        """Available, pending and reserved bonuses."""
+        return rewards.get_account(request_session(), g.company_id, customer_id, utcnow())
+
+
+@blp.route("/customers/<customer_id>/reward-adjustments")
+class RewardAdjustments(MethodView):
+    @blp.operation(scope="ledger:write", idempotency=(8, 128))
+    @blp.arguments(RewardAdjustmentRequest)
+    @blp.response(201, RewardAdjustmentResponse)
+    def post(self, body, customer_id):
+        """Credit or debit bonuses by hand, with the reason; never below the available balance."""
+        session = request_session()
+        entry, account = rewards.adjust(session, g.company_id, customer_id, amount=body["amount"],
+                                        basis=body["basis"], now=utcnow())
+        view = {"entry": entry, "balance": rewards.Balance.of(account)}
+        record_event(session, g.company_id, "reward.adjusted", RewardAdjustmentResponse().dump(view))
+        return view
+
+
+@blp.route("/customers/<customer_id>/reward-activities")
+class RewardActivities(MethodView):
+    @blp.operation(scope="customers:read")
+    @blp.arguments(OffsetArgs, location="query")
+    @blp.response(200, RewardActivityPageResponse)
+    def get(self, args, customer_id):
+        """One page of the ledger, newest first."""
+        entries, total = rewards.activities(request_session(), g.company_id, customer_id,
+                                            offset=args["offset"], limit=args["limit"], now=utcnow())
+        return {"items": entries, "offset": args["offset"], "limit": args["limit"], "total": total}

@@ -1,0 +1,28 @@
+"""Operator commands for the reward ledger."""
+from __future__ import annotations
+
+import click
+from flask.cli import AppGroup
+
+from app.cli.session import operator_session
+from app.services import ledger
+
+ledger_cli = AppGroup("ledger", help="The reward ledger.")
+
+
+@ledger_cli.command("verify")
+@click.argument("company_id", required=False)
+def ledger_verify(company_id):
+    """Recompute every account (of one company, if given) from its entries and holds; print
+    each difference; exit 1 when there is any."""
+    with operator_session() as session:
+        differences = ledger.verify(session, company_id)
+        checked = ledger.count_accounts(session, company_id)
+    for difference in differences:
+        click.echo(str(difference))
+    click.echo(f"{len(differences)} differences in {checked} accounts")
+    if differences:
+        raise SystemExit(1)
+
+
+COMMANDS = (ledger_cli,)

@@ -1,0 +1,119 @@
+"""Customers: enrolment by Russian phone with the bonus account, the directory and search."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from sqlalchemy import and_, bindparam, false, func, literal_column, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.models import Customer, RewardAccount
+from app.models.base import new_id
+from app.services import cards, companies, ledger, otp, phones
+from app.services.errors import Conflict, NotFound
+from app.services.rewards import LARGEST_BALANCE, Balance, fresh
+
+CARD_NUMBER_TRIES = 5
+
+# The directory's name search runs over "first last", lower-cased. Migration
+# 0004_customers_trgm indexes exactly this expression on PostgreSQL (pg_trgm); keep them equal.
+FULL_NAME = func.lower(Customer.first_name + literal_column("' '")
+                       + func.coalesce(Customer.last_name, literal_column("''")))
+
+_ACCOUNT_JOIN = and_(RewardAccount.company_id == Customer.company_id,
+                     RewardAccount.customer_id == Customer.id)
+_BY_PHONE = (select(Customer, RewardAccount).join(RewardAccount, _ACCOUNT_JOIN)
+             .where(Customer.company_id == bindparam("company_id"), Customer.phone == bindparam("phone")))
+_ID_BY_PHONE = select(Customer.id).where(Customer.company_id == bindparam("company_id"),
+                                         Customer.phone == bindparam("phone"))
+
+
+@dataclass(frozen=True)
+class CustomerBalance:
+    customer: Customer
+    balance: Balance
+
+
+def ensure_not_enrolled(session: Session, company_id: str, phone: str) -> None:
+    """409 customer_exists (with the customer's id) when the phone is enrolled already."""
+    existing = session.scalar(_ID_BY_PHONE, {"company_id": company_id, "phone": phone})
+    if existing is not None:
+        raise Conflict("a customer with this phone is enrolled already", code="customer_exists",
+                       customerId=existing)
+
+
+def enrol_customer(session: Session, company_id: str, *, phone: str, first_name: str,
+                   last_name: str | None = None, birth_date: date | None = None,
+                   email: str | None = None, enrollment_challenge_id: str | None = None,
+                   now: datetime) -> CustomerBalance:
+    """A customer with a loyalty card and an empty bonus account, in one transaction. When the
+    program requires OTP (or a challenge is named anyway) a confirmed, unused ENROLLMENT
+    challenge for the phone is spent."""
+    ensure_not_enrolled(session, company_id, phone)
+    program = companies.get_program(session, company_id)
+    if program.enrollment_requires_otp or enrollment_challenge_id:
+        otp.use_enrollment_challenge(session, company_id, enrollment_challenge_id, phone, now)
+    for attempt in range(1, CARD_NUMBER_TRIES + 1):
+        customer = Customer(company_id=company_id, id=new_id(), phone=phone, first_name=first_name,
+                            last_name=last_name, birth_date=birth_date, email=email,
+                            card_number=cards.new_card_number(), card_token=cards.new_card_token(),
+                            created_at=now)
+        try:
+            # A savepoint: a clash on the phone (a concurrent enrolment) or on the card number
+            # (one in 10^11) leaves the rest of the transaction usable.
+            with session.begin_nested():
+                session.add(customer)
+                account = ledger.open_account(session, company_id, customer.id, now)
+                session.flush()
+            return CustomerBalance(customer, Balance.of(account))
+        except IntegrityError:
+            ensure_not_enrolled(session, company_id, phone)
+            if attempt == CARD_NUMBER_TRIES:
+                raise
+
+
+def find_by_phone(session: Session, company_id: str, phone: str, now: datetime) -> CustomerBalance:
+    row = session.execute(_BY_PHONE, {"company_id": company_id, "phone": phone}).first()
+    if row is None:
+        raise NotFound("customer")
+    customer, account = row
+    return CustomerBalance(customer, Balance.of(fresh(session, account, now)))
+
+
+def directory(session: Session, company_id: str, *, query: str | None = None,
+              minimum_available: int | None = None, offset: int = 0, limit: int = 20,
+              now: datetime) -> tuple[list[CustomerBalance], int]:
+    """One page of customers in enrolment order, with balances, and how many match.
+    `query` is a fragment of the phone's digits when it is written as a number, else a
+    fragment of the name (case-insensitive)."""
+    conditions = [Customer.company_id == company_id]
+    if query:
+        digits = phones.digits_fragment(query)
+        if digits is not None:
+            conditions.append(Customer.phone.like(f"%{digits}%"))
+        else:
+            conditions.append(FULL_NAME.like(f"%{_escape_like(query.lower())}%", escape="\\"))
+    if minimum_available is not None:
+        # Beyond the largest balance kept nobody qualifies (and the number fits no column).
+        conditions.append(RewardAccount.available >= minimum_available
+                          if minimum_available <= LARGEST_BALANCE else false())
+    rows = session.execute(
+        select(Customer, RewardAccount).join(RewardAccount, _ACCOUNT_JOIN).where(*conditions)
+        .order_by(Customer.created_at, Customer.id).offset(offset).limit(limit)).all()
+    if rows and len(rows) < limit:
+        total = offset + len(rows)
+    else:
+        count = select(func.count()).select_from(Customer).where(*conditions)
+        if minimum_available is not None:
+            count = count.join(RewardAccount, _ACCOUNT_JOIN)
+        total = session.scalar(count)
+    due = ledger.due_amounts(session, company_id, [
+        account.customer_id for _, account in rows
+        if account.next_maturity_at is not None and account.next_maturity_at <= now], now)
+    return [CustomerBalance(customer, Balance.of(account, due.get(customer.id, 0)))
+            for customer, account in rows], total
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

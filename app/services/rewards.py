@@ -1,0 +1,85 @@
+"""A customer's reward account as callers see it: balances, manual adjustments and the
+ledger's history. Every balance change goes through `app.services.ledger`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import bindparam, func, select
+from sqlalchemy.orm import Session
+
+from app.models import LedgerEntry, RewardAccount
+from app.services import ledger
+from app.services.errors import InvalidField, NotFound
+
+# Balances are kept in a signed 64-bit column.
+LARGEST_BALANCE = 2 ** 63 - 1
+
+
+@dataclass(frozen=True)
+class Balance:
+    available: int
+    pending: int
+    reserved: int
+
+    @classmethod
+    def of(cls, account: RewardAccount, matured: int = 0) -> "Balance":
+        """`matured`: pending kopecks that have come due but are not yet moved (see
+        `ledger.due_amounts`), shown as available, as the next touch would make them."""
+        return cls(account.available + matured, account.pending - matured, account.reserved)
+
+
+_ACCOUNT = select(RewardAccount).where(RewardAccount.company_id == bindparam("company_id"),
+                                       RewardAccount.customer_id == bindparam("customer_id"))
+_ACTIVITIES = (select(LedgerEntry)
+               .where(LedgerEntry.company_id == bindparam("company_id"),
+                      LedgerEntry.customer_id == bindparam("customer_id"))
+               .order_by(LedgerEntry.created_at.desc(), LedgerEntry.id.desc())
+               .offset(bindparam("offset")).limit(bindparam("limit")))
+_ACTIVITY_COUNT = (select(func.count()).select_from(LedgerEntry)
+                   .where(LedgerEntry.company_id == bindparam("company_id"),
+                          LedgerEntry.customer_id == bindparam("customer_id")))
+
+
+def fresh(session: Session, account: RewardAccount, now: datetime) -> RewardAccount:
+    """The account with whatever has come due matured (first touch; no lock when nothing is due)."""
+    if account.next_maturity_at is not None and account.next_maturity_at <= now:
+        return ledger.lock_account(session, account.company_id, account.customer_id, now)
+    return account
+
+
+def get_account(session: Session, company_id: str, customer_id: str, now: datetime) -> RewardAccount:
+    account = session.scalar(_ACCOUNT, {"company_id": company_id, "customer_id": customer_id})
+    if account is None:
+        raise NotFound("customer")
+    return fresh(session, account, now)
+
+
+def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, basis: str,
+           now: datetime) -> tuple[LedgerEntry, RewardAccount]:
+    """A manual credit (ACTIVE at once) or debit (never beyond the available balance: 409
+    insufficient_balance), as one ADJUSTMENT entry under the account's row lock."""
+    if amount == 0:
+        raise ValueError("an adjustment is not zero")
+    account = ledger.lock_account(session, company_id, customer_id, now)
+    if amount > 0:
+        if account.available + amount > LARGEST_BALANCE:
+            raise InvalidField(["body", "amount"], "the balance would exceed the largest amount kept",
+                               "value_too_large")
+        entry = ledger.post(session, account, type="ADJUSTMENT", amount=amount, now=now, basis=basis)
+    else:
+        entry = ledger.debit_available(session, account, -amount, type="ADJUSTMENT", now=now,
+                                       basis=basis)
+    session.flush()
+    return entry, account
+
+
+def activities(session: Session, company_id: str, customer_id: str, *, offset: int, limit: int,
+               now: datetime) -> tuple[list[LedgerEntry], int]:
+    """One page of the customer's ledger, newest first, and the number of entries."""
+    get_account(session, company_id, customer_id, now)  # 404 for a stranger; matures what is due
+    ids = {"company_id": company_id, "customer_id": customer_id}
+    entries = list(session.scalars(_ACTIVITIES, {**ids, "offset": offset, "limit": limit}))
+    total = (offset + len(entries) if entries and len(entries) < limit
+             else session.scalar(_ACTIVITY_COUNT, ids))
+    return entries, total
