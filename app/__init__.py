@@ -8,6 +8,7 @@ from app.config import INSTANCE_DIR, Settings
 API_BLUEPRINTS = (
     "app.api.system", "app.api.company", "app.api.credentials", "app.api.webhooks",
     "app.api.gift_cards", "app.api.cards",
+    "app.api.customers", "app.api.otp", "app.api.rewards",
 )
 
 
