@@ -10,6 +10,7 @@ COMMAND_MODULES = (
     "app.cli.tenants",
     "app.cli.webhooks",
     "app.cli.gift_cards",
+    "app.cli.ledger",
 )
 
 
