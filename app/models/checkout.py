@@ -87,6 +87,8 @@ class Sale(TenantMixin, Base):
     accrued: Mapped[int] = mapped_column(Money)
     accrual_available_at: Mapped[datetime] = mapped_column(UtcDateTime)
     committed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # JSON list of the lines printed on the receipt at commit (the balance then, not now).
+    receipt_text: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class SaleLine(Base):

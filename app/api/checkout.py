@@ -1,0 +1,87 @@
+"""Checkout at the register: sessions, quote, hold, release, commit (CONTRACT §4–§6).
+
+Every operation takes an Idempotency-Key (8–100): a retried request never holds or commits
+twice. The services return resources as the API shows them; they are sent as they are.
+"""
+from __future__ import annotations
+
+import json
+
+from flask import Response, current_app, g
+from flask.views import MethodView
+
+from app.api.base import Blueprint
+from app.api.checkout_schemas import (CheckoutSessionResponse, CommitSaleRequest,
+                                      CreateCheckoutSessionRequest, CreateHoldRequest,
+                                      CreateQuoteRequest, HoldResponse, QuoteResponse,
+                                      ReleaseHoldRequest, SaleResponse)
+from app.db import request_session, utcnow
+from app.services import checkout, holds
+
+blp = Blueprint("checkout", __name__, url_prefix="/v1", description="Checkout at the register")
+CHECKOUT = {"scope": "checkout:write", "idempotency": (8, 100)}
+
+
+def sent(resource, status: int) -> Response:
+    """The resource's JSON as the body, serialised once (no schema dump on this path)."""
+    return Response(json.dumps(resource.as_json(), ensure_ascii=False, separators=(",", ":")),
+                    status=status, mimetype="application/json")
+
+
+@blp.route("/checkout-sessions")
+class CheckoutSessions(MethodView):
+    @blp.operation(**CHECKOUT)
+    @blp.arguments(CreateCheckoutSessionRequest)
+    @blp.response(201, CheckoutSessionResponse)
+    def post(self, body):
+        """Open a checkout session: one receipt of the register, one customer."""
+        terminal = g.get("terminal")
+        pos_terminal = checkout.RegisterTerminal(terminal.id, terminal.store_id) if terminal else None
+        return sent(checkout.create_session(
+            request_session(), g.company_id, now=utcnow(), pos_terminal=pos_terminal,
+            ttl_seconds=current_app.config["SETTINGS"].session_ttl, **body), 201)
+
+
+@blp.route("/checkout-sessions/<checkout_session_id>/quote")
+class Quote(MethodView):
+    @blp.operation(**CHECKOUT)
+    @blp.arguments(CreateQuoteRequest)
+    @blp.response(201, QuoteResponse)
+    def post(self, body, checkout_session_id):
+        """Price the receipt: per line what bonuses may pay and what it earns; a restricted
+        redemption says why and never blocks the sale."""
+        return sent(checkout.quote_receipt(request_session(), g.company_id, checkout_session_id,
+                                           lines=body["lines"], redeem_amount=body["redeem_amount"],
+                                           now=utcnow()), 201)
+
+
+@blp.route("/checkout-sessions/<checkout_session_id>/hold")
+class HoldOfSession(MethodView):
+    @blp.operation(**CHECKOUT)
+    @blp.arguments(CreateHoldRequest)
+    @blp.response(201, HoldResponse)
+    def post(self, body, checkout_session_id):
+        """Hold the quote's redemption: available bonuses become reserved until commit,
+        release or the program's holdTtlSeconds."""
+        return sent(holds.place_hold(request_session(), g.company_id, checkout_session_id,
+                                     quote_id=body["quote_id"], amount=body["amount"],
+                                     now=utcnow()), 201)
+
+    @blp.operation(**CHECKOUT)
+    @blp.arguments(ReleaseHoldRequest)
+    @blp.response(200, HoldResponse)
+    def delete(self, body, checkout_session_id):
+        """Release the hold (payment cancelled); allowed while the subscription is stopped."""
+        return sent(holds.release_hold(request_session(), g.company_id, checkout_session_id,
+                                       reason=body["reason"], now=utcnow()), 200)
+
+
+@blp.route("/checkout-sessions/<checkout_session_id>/commit")
+class Commit(MethodView):
+    @blp.operation(**CHECKOUT)
+    @blp.arguments(CommitSaleRequest)
+    @blp.response(201, SaleResponse)
+    def post(self, body, checkout_session_id):
+        """Fix the sale: capture the hold, spread it over the lines, write the accrual."""
+        return sent(checkout.commit_sale(request_session(), g.company_id, checkout_session_id,
+                                         quote_id=body["quote_id"], now=utcnow()), 201)

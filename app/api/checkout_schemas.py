@@ -1,0 +1,173 @@
+"""Checkout requests (loaded into snake_case dicts for the services) and responses.
+
+Responses are the services' resources sent as they are (app/services/checkout_resources.py);
+the response schemas here document those shapes for the interface document.
+"""
+import marshmallow as ma
+
+from app.api.base import Schema
+from app.api.fields import Amount, Quantity, Timestamp
+from app.services.money import format_amount
+
+# Bounds that keep every sum of a receipt far inside a 64-bit column.
+MAX_AMOUNT = 100_000_000_000 * 100  # kopecks: 100 billion roubles
+MAX_LINES = 1000
+SESSION_STATES = ("OPEN", "HELD", "COMMITTED", "EXPIRED")
+HOLD_STATES = ("ACTIVE", "CAPTURED", "RELEASED", "EXPIRED")
+SALE_STATES = ("COMMITTED", "PARTIALLY_RETURNED", "RETURNED")
+RESTRICTION_REASONS = ("SUBSCRIPTION_INACTIVE", "NO_BALANCE", "NO_REDEEMABLE_LINES",
+                       "TERMINAL_INACTIVE")
+
+
+def no_nul(value: str) -> None:
+    if "\x00" in value:
+        raise ma.ValidationError("must not contain the NUL character")
+
+
+def text(data_key: str | None = None, *, minimum: int = 1, maximum: int | None = None, **kwargs):
+    return ma.fields.String(data_key=data_key,
+                            validate=[ma.validate.Length(minimum, maximum), no_nul], **kwargs)
+
+
+def _within_bounds(kopecks: int) -> None:
+    if kopecks > MAX_AMOUNT:
+        raise ma.ValidationError(f"must be at most {format_amount(MAX_AMOUNT)}")
+
+
+def money_field(data_key: str | None = None, *, minimum: int = 0, **kwargs) -> Amount:
+    return Amount(data_key=data_key, minimum=minimum, validate=_within_bounds, **kwargs)
+
+
+OPTIONAL = {"allow_none": True, "load_default": None}
+
+
+# Requests
+
+class CheckoutCashier(Schema):
+    """Safe data only: a PIN, phone or tax number is an unknown field (422)."""
+
+    external_id = text("externalId", maximum=128, required=True)
+    name = text(maximum=200, required=True)
+
+
+class CreateCheckoutSessionRequest(Schema):
+    external_receipt_id = text("externalReceiptId", maximum=128, required=True)
+    customer_id = text("customerId", required=True)
+    terminal_id = text("terminalId", maximum=128, **OPTIONAL)
+    store_id = text("storeId", maximum=128, **OPTIONAL)
+    cashier = ma.fields.Nested(CheckoutCashier, **OPTIONAL)
+
+
+class QuoteLineRequest(Schema):
+    line_id = text("lineId", maximum=128, required=True)
+    sku = text(maximum=64, **OPTIONAL)
+    name = text(minimum=0, maximum=255, **OPTIONAL)
+    quantity = Quantity(required=True)
+    price = money_field(required=True)
+    amount = money_field(required=True, metadata={
+        "description": "What the line costs before bonuses, after the register's own discounts"})
+
+
+class CreateQuoteRequest(Schema):
+    lines = ma.fields.List(ma.fields.Nested(QuoteLineRequest), required=True,
+                           validate=ma.validate.Length(1, MAX_LINES))
+    redeem_amount = money_field("redeemAmount", **OPTIONAL, metadata={
+        "description": "Caps the redemption (default: the most allowed)"})
+
+    @ma.validates_schema
+    def _unique_line_ids(self, data, **kwargs):
+        line_ids = [line["line_id"] for line in data["lines"]]
+        if len(set(line_ids)) != len(line_ids):
+            raise ma.ValidationError("lineIds must be unique in a receipt", "lines")
+
+
+class CreateHoldRequest(Schema):
+    quote_id = text("quoteId", maximum=128, required=True)
+    amount = money_field(minimum=1, **OPTIONAL, metadata={"description": "Default: the quote's discount"})
+
+
+class ReleaseHoldRequest(Schema):
+    reason = text(minimum=0, maximum=200, **OPTIONAL)
+
+
+class CommitSaleRequest(Schema):
+    quote_id = text("quoteId", maximum=128, required=True)
+
+
+# Responses (documentation of the resources' shapes)
+
+class CheckoutSessionResponse(Schema):
+    id = ma.fields.String(required=True)
+    externalReceiptId = ma.fields.String(required=True)
+    customerId = ma.fields.String(required=True)
+    terminalId = ma.fields.String(required=True, allow_none=True)
+    storeId = ma.fields.String(required=True, allow_none=True)
+    cashierId = ma.fields.String(required=True, allow_none=True)
+    state = ma.fields.String(required=True, validate=ma.validate.OneOf(SESSION_STATES))
+    expiresAt = Timestamp(required=True, metadata={"description": "createdAt + 24 h"})
+    createdAt = Timestamp(required=True)
+
+
+class QuoteLineResponse(Schema):
+    lineId = ma.fields.String(required=True)
+    amount = Amount(required=True)
+    redeemable = Amount(required=True)
+    discount = Amount(required=True)
+    accrual = Amount(required=True)
+    restriction = ma.fields.String(required=True, allow_none=True,
+                                   validate=ma.validate.OneOf(["ITEM_NOT_REDEEMABLE"]))
+
+
+class QuoteRedemption(Schema):
+    allowed = ma.fields.Boolean(required=True)
+    restrictionReason = ma.fields.String(required=True, allow_none=True,
+                                         validate=ma.validate.OneOf(RESTRICTION_REASONS))
+
+
+class QuoteResponse(Schema):
+    id = ma.fields.String(required=True)
+    checkoutSessionId = ma.fields.String(required=True)
+    lines = ma.fields.List(ma.fields.Nested(QuoteLineResponse), required=True)
+    totalAmount = Amount(required=True)
+    redeemable = Amount(required=True)
+    discount = Amount(required=True)
+    accrual = Amount(required=True)
+    redemption = ma.fields.Nested(QuoteRedemption, required=True)
+    createdAt = Timestamp(required=True)
+
+
+class HoldResponse(Schema):
+    id = ma.fields.String(required=True)
+    checkoutSessionId = ma.fields.String(required=True)
+    customerId = ma.fields.String(required=True)
+    amount = Amount(required=True)
+    state = ma.fields.String(required=True, validate=ma.validate.OneOf(HOLD_STATES))
+    expiresAt = Timestamp(required=True)
+    createdAt = Timestamp(required=True)
+    releasedAt = Timestamp(required=True, allow_none=True)
+
+
+class SaleLineResponse(Schema):
+    lineId = ma.fields.String(required=True)
+    sku = ma.fields.String(required=True, allow_none=True)
+    quantity = Quantity(required=True)
+    amount = Amount(required=True)
+    discount = Amount(required=True)
+    accrual = Amount(required=True)
+    returnedQuantity = Quantity(required=True)
+
+
+class SaleResponse(Schema):
+    id = ma.fields.String(required=True)
+    checkoutSessionId = ma.fields.String(required=True)
+    externalReceiptId = ma.fields.String(required=True)
+    customerId = ma.fields.String(required=True)
+    state = ma.fields.String(required=True, validate=ma.validate.OneOf(SALE_STATES))
+    totalAmount = Amount(required=True)
+    redeemed = Amount(required=True)
+    accrued = Amount(required=True)
+    accrualAvailableAt = Timestamp(required=True)
+    lines = ma.fields.List(ma.fields.Nested(SaleLineResponse), required=True)
+    receiptText = ma.fields.List(ma.fields.String(), required=True, metadata={
+        "description": "Lines of at most 40 characters to print: redeemed, accrued, balance after"})
+    committedAt = Timestamp(required=True)

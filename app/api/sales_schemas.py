@@ -1,0 +1,53 @@
+import marshmallow as ma
+
+from app.api.base import Schema
+from app.api.checkout_schemas import MAX_LINES, SALE_STATES, SaleResponse, no_nul, text
+from app.api.fields import Amount, Quantity, Timestamp
+
+
+class SaleLookupPath(Schema):
+    external_receipt_id = ma.fields.String(required=True,
+                                           validate=[ma.validate.Length(1, 128), no_nul])
+
+
+class SaleLookupResponse(SaleResponse):
+    pass
+
+
+class ReturnLineRequest(Schema):
+    line_id = text("lineId", maximum=128, required=True)
+    quantity = Quantity(required=True)
+
+
+class CreateReturnRequest(Schema):
+    lines = ma.fields.List(ma.fields.Nested(ReturnLineRequest), required=True,
+                           validate=ma.validate.Length(1, MAX_LINES))
+
+
+class ReturnLineResponse(Schema):
+    lineId = ma.fields.String(required=True)
+    quantity = Quantity(required=True)
+    restoredRedemption = Amount(required=True)
+    reversedAccrual = Amount(required=True)
+
+
+class CheckoutBalance(Schema):
+    available = Amount(required=True)
+    pending = Amount(required=True)
+    reserved = Amount(required=True)
+
+
+class ReturnResponse(Schema):
+    id = ma.fields.String(required=True)
+    saleId = ma.fields.String(required=True)
+    customerId = ma.fields.String(required=True)
+    lines = ma.fields.List(ma.fields.Nested(ReturnLineResponse), required=True)
+    restoredRedemption = Amount(required=True, metadata={
+        "description": "Bonuses spent on the receipt, given back"})
+    reversedAccrual = Amount(required=True, metadata={
+        "description": "Bonuses earned on the receipt, actually taken back"})
+    forgivenAccrual = Amount(required=True, metadata={
+        "description": "Earned bonuses the clawback policy let the customer keep"})
+    saleState = ma.fields.String(required=True, validate=ma.validate.OneOf(SALE_STATES))
+    balance = ma.fields.Nested(CheckoutBalance, required=True)
+    createdAt = Timestamp(required=True)

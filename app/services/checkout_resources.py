@@ -1,0 +1,175 @@
+"""Checkout resources as the API shows them (CONTRACT §4).
+
+The services return these; the API sends `as_json()` as the response body and the same dict
+is the `data` of the webhook event, so a resource is serialised once per request. The
+schemas in app/api/checkout_schemas.py document the same shapes (a test keeps them equal).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from app.services.money import format_amount, format_quantity
+
+
+def timestamp(moment: datetime | None) -> str | None:
+    """RFC 3339 in UTC with Z, to the millisecond."""
+    if moment is None:
+        return None
+    moment = moment.astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True)
+class Balance:
+    available: int
+    pending: int
+    reserved: int
+
+    def as_json(self) -> dict:
+        return {"available": format_amount(self.available), "pending": format_amount(self.pending),
+                "reserved": format_amount(self.reserved)}
+
+
+@dataclass(frozen=True)
+class CheckoutSessionResource:
+    id: str
+    external_receipt_id: str
+    customer_id: str
+    terminal_id: str | None
+    store_id: str | None
+    cashier_id: str | None
+    state: str
+    expires_at: datetime
+    created_at: datetime
+
+    def as_json(self) -> dict:
+        return {"id": self.id, "externalReceiptId": self.external_receipt_id,
+                "customerId": self.customer_id, "terminalId": self.terminal_id,
+                "storeId": self.store_id, "cashierId": self.cashier_id, "state": self.state,
+                "expiresAt": timestamp(self.expires_at), "createdAt": timestamp(self.created_at)}
+
+
+@dataclass(frozen=True)
+class QuoteResource:
+    id: str
+    checkout_session_id: str
+    lines: tuple  # of pricing.PricedLine
+    total_amount: int
+    redeemable: int
+    discount: int
+    accrual: int
+    allowed: bool
+    restriction_reason: str | None
+    created_at: datetime
+
+    def as_json(self) -> dict:
+        return {
+            "id": self.id, "checkoutSessionId": self.checkout_session_id,
+            "lines": [{"lineId": line.line_id, "amount": format_amount(line.amount),
+                       "redeemable": format_amount(line.redeemable),
+                       "discount": format_amount(line.discount),
+                       "accrual": format_amount(line.accrual), "restriction": line.restriction}
+                      for line in self.lines],
+            "totalAmount": format_amount(self.total_amount),
+            "redeemable": format_amount(self.redeemable), "discount": format_amount(self.discount),
+            "accrual": format_amount(self.accrual),
+            "redemption": {"allowed": self.allowed, "restrictionReason": self.restriction_reason},
+            "createdAt": timestamp(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
+class HoldResource:
+    id: str
+    checkout_session_id: str
+    customer_id: str
+    amount: int
+    state: str
+    expires_at: datetime
+    created_at: datetime
+    released_at: datetime | None
+
+    def as_json(self) -> dict:
+        return {"id": self.id, "checkoutSessionId": self.checkout_session_id,
+                "customerId": self.customer_id, "amount": format_amount(self.amount),
+                "state": self.state, "expiresAt": timestamp(self.expires_at),
+                "createdAt": timestamp(self.created_at), "releasedAt": timestamp(self.released_at)}
+
+
+@dataclass(frozen=True)
+class SaleLineResource:
+    line_id: str
+    sku: str | None
+    quantity: int
+    amount: int
+    discount: int
+    accrual: int
+    returned_quantity: int
+
+    def as_json(self) -> dict:
+        return {"lineId": self.line_id, "sku": self.sku, "quantity": format_quantity(self.quantity),
+                "amount": format_amount(self.amount), "discount": format_amount(self.discount),
+                "accrual": format_amount(self.accrual),
+                "returnedQuantity": format_quantity(self.returned_quantity)}
+
+
+@dataclass(frozen=True)
+class SaleResource:
+    id: str
+    checkout_session_id: str
+    external_receipt_id: str
+    customer_id: str
+    state: str
+    total_amount: int
+    redeemed: int
+    accrued: int
+    accrual_available_at: datetime
+    lines: tuple[SaleLineResource, ...]
+    receipt_text: tuple[str, ...]
+    committed_at: datetime
+
+    def as_json(self) -> dict:
+        return {"id": self.id, "checkoutSessionId": self.checkout_session_id,
+                "externalReceiptId": self.external_receipt_id, "customerId": self.customer_id,
+                "state": self.state, "totalAmount": format_amount(self.total_amount),
+                "redeemed": format_amount(self.redeemed), "accrued": format_amount(self.accrued),
+                "accrualAvailableAt": timestamp(self.accrual_available_at),
+                "lines": [line.as_json() for line in self.lines],
+                "receiptText": list(self.receipt_text), "committedAt": timestamp(self.committed_at)}
+
+
+@dataclass(frozen=True)
+class ReturnLineResource:
+    line_id: str
+    quantity: int
+    restored_redemption: int
+    reversed_accrual: int
+
+    def as_json(self) -> dict:
+        return {"lineId": self.line_id, "quantity": format_quantity(self.quantity),
+                "restoredRedemption": format_amount(self.restored_redemption),
+                "reversedAccrual": format_amount(self.reversed_accrual)}
+
+
+@dataclass(frozen=True)
+class ReturnResource:
+    id: str
+    sale_id: str
+    customer_id: str
+    lines: tuple[ReturnLineResource, ...]
+    restored_redemption: int
+    reversed_accrual: int
+    forgiven_accrual: int
+    sale_state: str
+    balance: Balance
+    created_at: datetime
+
+    def as_json(self) -> dict:
+        return {"id": self.id, "saleId": self.sale_id, "customerId": self.customer_id,
+                "lines": [line.as_json() for line in self.lines],
+                "restoredRedemption": format_amount(self.restored_redemption),
+                "reversedAccrual": format_amount(self.reversed_accrual),
+                "forgivenAccrual": format_amount(self.forgiven_accrual),
+                "saleState": self.sale_state, "balance": self.balance.as_json(),
+                "createdAt": timestamp(self.created_at)}

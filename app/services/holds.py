@@ -1,0 +1,152 @@
+"""Holds of bonuses on a checkout session (CONTRACT §5, §6): place, release, and the upkeep
+that expires holds and sessions. Same concurrency rules as app/services/checkout.py: the
+session's state moves by a conditional UPDATE (its row lock) before the account is locked.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.orm import Session
+
+from app.models.base import new_id
+from app.services import ledger
+from app.services.checkout import (ACTIVE, ATTEMPTS, END_HOLD, EXPIRE_HOLD, EXPIRED, HELD, HOLDS,
+                                   OPEN, SESSIONS, execute, expire_touched_hold, hold_has_expired,
+                                   hold_resource, read_context, read_for_redemption, session_key)
+from app.services.checkout_resources import HoldResource
+from app.services.errors import Conflict, InvalidField
+from app.services.events import record_event
+
+SESSION_EXPIRED_REASON = "checkout session expired"
+
+_KEY = session_key()
+_HELD = update(SESSIONS).where(*_KEY, SESSIONS.c.state == bindparam("seen"),
+                               SESSIONS.c.latest_quote_id == bindparam("quote_id")).values(state=HELD)
+_OPENED = update(SESSIONS).where(*_KEY, SESSIONS.c.state == HELD).values(state=OPEN)
+_EXPIRED = update(SESSIONS).where(*_KEY).values(state=EXPIRED)
+_INSERT_HOLD = insert(HOLDS)
+
+# Upkeep: candidates are read without locks; each is then locked alone, skipping any a
+# request holds right now (the next run takes it), so the job never waits on the register.
+_HOLDS_DUE = (select(HOLDS.c.company_id, HOLDS.c.checkout_session_id)
+              .where(HOLDS.c.state == ACTIVE, HOLDS.c.expires_at <= bindparam("now"))
+              .order_by(HOLDS.c.expires_at).limit(bindparam("limit")))
+_SESSIONS_DUE = (select(SESSIONS.c.company_id, SESSIONS.c.id)
+                 .where(SESSIONS.c.state.in_((OPEN, HELD)), SESSIONS.c.expires_at <= bindparam("now"))
+                 .order_by(SESSIONS.c.expires_at).limit(bindparam("limit")))
+_LOCK_SESSION = (select(SESSIONS.c.state, SESSIONS.c.customer_id, SESSIONS.c.expires_at)
+                 .where(*_KEY).with_for_update(skip_locked=True))
+
+
+def _key(company_id: str, session_id: str, **more) -> dict:
+    return {"company": company_id, "session_id": session_id, **more}
+
+
+def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: str,
+               amount: int | None, now: datetime) -> HoldResource:
+    """Move bonuses from available to reserved for the session's latest quote, under the
+    account's row lock; the hold lasts the program's holdTtlSeconds."""
+    for _ in range(ATTEMPTS):
+        ctx = read_for_redemption(session, company_id, session_id, quote_id, now)
+        touched = hold_has_expired(ctx, now)
+        if ctx.state == HELD and not touched:
+            raise Conflict("the session already has an active hold", code="hold_already_active")
+        if ctx.state not in (OPEN, HELD):
+            raise Conflict(f"a hold needs an OPEN session; this one is {ctx.state}")
+        if ctx.latest_quote_id != quote_id:
+            raise Conflict("hold the session's latest quote")
+        if not ctx.quote_discount:
+            raise Conflict("the quote redeems nothing")
+        held = ctx.quote_discount if amount is None else amount
+        if not 0 < held <= ctx.quote_discount:
+            raise InvalidField(["body", "amount"], "must be more than 0 and at most the quote's "
+                               "discount", "value_error")
+        if execute(session, _HELD, _key(company_id, session_id, seen=ctx.state,
+                                        quote_id=quote_id)).rowcount:
+            break
+    else:
+        raise Conflict("the checkout session is changing; try again")
+
+    account = ledger.lock_account(session, company_id, ctx.customer_id, now)
+    if touched:
+        expire_touched_hold(session, company_id, session_id, account, now)
+    ledger.reserve(account, held, now)
+    hold = HoldResource(id=new_id(), checkout_session_id=session_id, customer_id=ctx.customer_id,
+                        amount=held, state=ACTIVE,
+                        expires_at=now + timedelta(seconds=ctx.hold_ttl_seconds),
+                        created_at=now, released_at=None)
+    execute(session, _INSERT_HOLD, {**hold.__dict__, "company_id": company_id,
+                                    "quote_id": quote_id, "release_reason": None})
+    record_event(session, company_id, "checkout.hold.created", hold.as_json())
+    session.flush()
+    return hold
+
+
+def _end_hold(session: Session, company_id: str, session_id: str, customer_id: str,
+              reason: str | None, now: datetime) -> HoldResource | None:
+    """End the session's active hold (EXPIRED when its time is up, else RELEASED) and give
+    its bonuses back. The caller holds the session's row lock."""
+    row = execute(session, END_HOLD, _key(company_id, session_id, now=now, reason=reason)).first()
+    if row is None:
+        return None
+    account = ledger.lock_account(session, company_id, customer_id, now)
+    ledger.unreserve(account, row.amount, now)
+    hold = hold_resource(row)
+    event = "checkout.hold.expired" if hold.state == EXPIRED else "checkout.hold.released"
+    record_event(session, company_id, event, hold.as_json())
+    return hold
+
+
+def release_hold(session: Session, company_id: str, session_id: str, *, reason: str | None,
+                 now: datetime) -> HoldResource:
+    """Payment was cancelled: give the held bonuses back. Allowed while the subscription is
+    stopped and after the session's own expiry, so a checkout can always be unwound. A hold
+    whose time ran out answers as EXPIRED."""
+    for _ in range(ATTEMPTS):
+        ctx = read_context(session, company_id, session_id)
+        if ctx.state != HELD:
+            raise Conflict(f"a release needs a HELD session; this one is {ctx.state}")
+        if execute(session, _OPENED, _key(company_id, session_id)).rowcount:
+            break
+    else:
+        raise Conflict("the checkout session is changing; try again")
+    hold = _end_hold(session, company_id, session_id, ctx.customer_id, reason, now)
+    if hold is None:  # state and holds disagree: never committed
+        raise Conflict("the session has no active hold")
+    session.flush()
+    return hold
+
+
+def expire_holds(session: Session, now: datetime, limit: int = 200) -> int:
+    """Periodic: release holds whose time is up (emits checkout.hold.expired)."""
+    expired = 0
+    for company_id, session_id in execute(session, _HOLDS_DUE, {"now": now, "limit": limit}).all():
+        locked = execute(session, _LOCK_SESSION, _key(company_id, session_id)).first()
+        if locked is None or locked.state != HELD:
+            continue
+        row = execute(session, EXPIRE_HOLD, _key(company_id, session_id, now=now)).first()
+        if row is None:
+            continue  # captured or released meanwhile
+        execute(session, _OPENED, _key(company_id, session_id))
+        account = ledger.lock_account(session, company_id, locked.customer_id, now)
+        ledger.unreserve(account, row.amount, now)
+        record_event(session, company_id, "checkout.hold.expired", hold_resource(row).as_json())
+        session.flush()  # before the next lock_account reloads a shared account
+        expired += 1
+    return expired
+
+
+def expire_sessions(session: Session, now: datetime, limit: int = 200) -> int:
+    """Periodic: sessions left uncommitted past SESSION_TTL become EXPIRED, releasing their hold."""
+    count = 0
+    for company_id, session_id in execute(session, _SESSIONS_DUE, {"now": now, "limit": limit}).all():
+        locked = execute(session, _LOCK_SESSION, _key(company_id, session_id)).first()
+        if locked is None or locked.state not in (OPEN, HELD) or locked.expires_at > now:
+            continue
+        if locked.state == HELD:
+            _end_hold(session, company_id, session_id, locked.customer_id, SESSION_EXPIRED_REASON, now)
+        execute(session, _EXPIRED, _key(company_id, session_id))
+        session.flush()
+        count += 1
+    return count

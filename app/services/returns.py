@@ -1,0 +1,134 @@
+"""Returns of sale lines (CONTRACT §6): give back the bonuses spent on the returned part and
+take back those earned on it, as the program's clawback policy says.
+
+Per line the shares are the line's discount and accrual times returned/sold quantity,
+rounded down, and the return that empties a line takes exactly what is left of them, so a
+fully returned sale nets to zero. The taking back cancels the sale's pending accrual first
+(a PENDING reversal that matures together with it), then debits the active balance:
+UNLIMITED into debt, WITHIN_BALANCE down to zero, ONLY_PENDING not at all; what is not taken
+is `forgivenAccrual`.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from app.models import LedgerEntry, Program, Return
+from app.models.base import new_id
+from app.services import ledger, pricing
+from app.services.checkout import SALE_LINES, SALES, execute, lines_of_sale
+from app.services.checkout_resources import Balance, ReturnLineResource, ReturnResource
+from app.services.errors import Conflict, InvalidField, NotFound
+from app.services.events import record_event
+
+PARTIALLY_RETURNED, RETURNED = "PARTIALLY_RETURNED", "RETURNED"
+
+_PROGRAMS, _RETURNS, _LEDGER = Program.__table__, Return.__table__, LedgerEntry.__table__
+
+# The sale's row lock serialises returns of one sale: each sees what the last one left.
+_LOCKED_SALE = (select(SALES.c.id, SALES.c.customer_id, SALES.c.state,
+                       SALES.c.accrual_available_at, _PROGRAMS.c.clawback_policy)
+                .join(_PROGRAMS, _PROGRAMS.c.company_id == SALES.c.company_id)
+                .where(SALES.c.company_id == bindparam("company"),
+                       SALES.c.id == bindparam("sale_id"))
+                .with_for_update(of=SALES))
+_PENDING_OF_SALE = select(func.coalesce(func.sum(_LEDGER.c.amount), 0)).where(
+    _LEDGER.c.company_id == bindparam("company"), _LEDGER.c.customer_id == bindparam("customer_id"),
+    _LEDGER.c.sale_id == bindparam("sale_id"), _LEDGER.c.status == "PENDING")
+_RETURN_LINE = (update(SALE_LINES)
+                .where(SALE_LINES.c.company_id == bindparam("b_company_id"),
+                       SALE_LINES.c.sale_id == bindparam("b_sale_id"),
+                       SALE_LINES.c.line_id == bindparam("b_line_id"))
+                .values(returned_quantity=bindparam("b_returned_quantity"),
+                        restored_redemption=bindparam("b_restored_redemption"),
+                        reversed_accrual=bindparam("b_reversed_accrual")))
+_SALE_STATE = (update(SALES).where(SALES.c.company_id == bindparam("company"),
+                                   SALES.c.id == bindparam("sale_id"))
+               .values(state=bindparam("b_state")))
+_INSERT_RETURN = insert(_RETURNS)
+
+
+def _checked(requested: list[dict], sold: dict) -> None:
+    seen = set()
+    for position, line in enumerate(requested):
+        if line["line_id"] not in sold:
+            raise InvalidField(["body", "lines", position, "lineId"], "no such line in the sale",
+                               "value_error")
+        if line["line_id"] in seen:
+            raise InvalidField(["body", "lines", position, "lineId"], "the line is given twice",
+                               "value_error")
+        seen.add(line["line_id"])
+    for line in requested:
+        left = sold[line["line_id"]].quantity - sold[line["line_id"]].returned_quantity
+        if line["quantity"] > left:
+            raise Conflict(f"line {line['line_id']}: more than is left of it is returned",
+                           code="return_exceeds_sale")
+
+
+def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list[dict],
+                 now: datetime) -> ReturnResource:
+    """Return `lines` ({line_id, quantity in thousandths}) of a sale; cumulative returns never
+    go beyond what was sold (409 return_exceeds_sale)."""
+    sale = execute(session, _LOCKED_SALE, {"company": company_id, "sale_id": sale_id}).first()
+    if sale is None:
+        raise NotFound("sale")
+    all_lines = lines_of_sale(session, company_id, sale_id)
+    sold = {line.line_id: line for line in all_lines}
+    _checked(lines, sold)
+
+    shares = []
+    for line in lines:
+        was = sold[line["line_id"]]
+        args = (was.quantity, was.returned_quantity, line["quantity"])
+        shares.append(ReturnLineResource(
+            line["line_id"], line["quantity"],
+            pricing.return_share(was.discount, *args, already_taken=was.restored_redemption),
+            pricing.return_share(was.accrual, *args, already_taken=was.reversed_accrual)))
+    restored = sum(share.restored_redemption for share in shares)
+    reversing = sum(share.reversed_accrual for share in shares)
+
+    return_id = new_id()
+    entry = {"now": now, "sale_id": sale_id, "return_id": return_id}
+    account = ledger.lock_account(session, company_id, sale.customer_id, now)
+    if restored:
+        ledger.post(session, account, type="REDEMPTION_RESTORE", amount=restored, **entry)
+    pending_left = 0
+    if reversing and sale.accrual_available_at > now:
+        pending_left = execute(session, _PENDING_OF_SALE, {
+            "company": company_id, "customer_id": sale.customer_id, "sale_id": sale_id}).scalar()
+    taken = pricing.clawback(sale.clawback_policy, reversing, pending_left, account.available)
+    if taken.from_pending:
+        ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_pending,
+                    status="PENDING", available_at=sale.accrual_available_at, **entry)
+    if taken.from_available:
+        ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_available, **entry)
+
+    returned = {share.line_id: share for share in shares}
+    execute(session, _RETURN_LINE, [
+        {"b_company_id": company_id, "b_sale_id": sale_id, "b_line_id": line_id,
+         "b_returned_quantity": sold[line_id].returned_quantity + share.quantity,
+         "b_restored_redemption": sold[line_id].restored_redemption + share.restored_redemption,
+         "b_reversed_accrual": sold[line_id].reversed_accrual + share.reversed_accrual}
+        for line_id, share in returned.items()])
+    emptied = all(line.returned_quantity + (returned[line.line_id].quantity
+                                            if line.line_id in returned else 0) == line.quantity
+                  for line in all_lines)
+    state = RETURNED if emptied else PARTIALLY_RETURNED
+    execute(session, _SALE_STATE, {"company": company_id, "sale_id": sale_id, "b_state": state})
+    result = ReturnResource(
+        id=return_id, sale_id=sale_id, customer_id=sale.customer_id, lines=tuple(shares),
+        restored_redemption=restored, reversed_accrual=taken.from_pending + taken.from_available,
+        forgiven_accrual=taken.forgiven, sale_state=state,
+        balance=Balance(account.available, account.pending, account.reserved), created_at=now)
+    execute(session, _INSERT_RETURN, {
+        "company_id": company_id, "id": return_id, "sale_id": sale_id, "created_at": now,
+        "lines": json.dumps([share.__dict__ for share in shares], separators=(",", ":")),
+        "restored_redemption": restored, "reversed_accrual": result.reversed_accrual,
+        "forgiven_accrual": taken.forgiven})
+    record_event(session, company_id, "sale.returned", result.as_json())
+    session.flush()
+    return result
+

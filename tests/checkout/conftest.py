@@ -1,0 +1,208 @@
+"""Checkout fixtures: a shop (store, register, catalog, customers with funded accounts) made
+directly with the models, and a register that drives the checkout API with real keys."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+from sqlalchemy import select, update
+
+from app.db import utcnow
+from app.models import CatalogItem, Customer, Hold, RewardAccount, Store, Terminal
+from app.services import cards, companies, ledger
+from app.services.money import format_amount, parse_amount
+
+
+def line(line_id: str, amount: str, *, sku: str | None = None, quantity: str = "1",
+         price: str | None = None) -> dict:
+    body = {"lineId": line_id, "quantity": quantity, "price": price or amount, "amount": amount}
+    if sku is not None:
+        body["sku"] = sku
+    return body
+
+
+@dataclass
+class Shop:
+    """A company with one store and one ACTIVE register (pos key), arranged in the database."""
+
+    app: object
+    tenant: object
+    store_id: str = ""
+    terminal_id: str = ""
+    pos_key: str = ""
+
+    def _session(self):
+        return self.app.extensions["session_factory"]()
+
+    def arrange(self, work):
+        session = self._session()
+        try:
+            result = work(session)
+            session.commit()
+            return result
+        finally:
+            session.close()
+
+    def customer(self, balance: str = "0.00") -> str:
+        def work(session):
+            now = utcnow()
+            customer = Customer(company_id=self.tenant.company_id,
+                                phone=f"+79{uuid.uuid4().int % 10**9:09d}", first_name="Anna",
+                                card_number=cards.new_card_number(),
+                                card_token=cards.new_card_token(), created_at=now)
+            session.add(customer)
+            session.flush()
+            account = ledger.open_account(session, customer.company_id, customer.id, now)
+            if parse_amount(balance):
+                ledger.post(session, account, type="ADJUSTMENT", amount=parse_amount(balance),
+                            now=now, basis="opening balance")
+            session.flush()
+            return customer.id
+        return self.arrange(work)
+
+    def catalog(self, items: dict[str, tuple[bool, bool]], store_id: str | None = None) -> None:
+        """sku → (redeemable, accruable) in the store's catalog."""
+        def work(session):
+            for sku, (redeemable, accruable) in items.items():
+                session.add(CatalogItem(company_id=self.tenant.company_id,
+                                        store_id=store_id or self.store_id, sku=sku, name=sku,
+                                        price=100, redeemable=redeemable, accruable=accruable,
+                                        updated_at=utcnow()))
+        self.arrange(work)
+
+    def program(self, **changes) -> None:
+        self.arrange(lambda s: companies.update_program(s, self.tenant.company_id, **changes))
+
+    def subscription(self, **changes) -> None:
+        self.arrange(lambda s: companies.update_subscription(s, self.tenant.company_id, **changes))
+
+    def terminal(self, state: str) -> None:
+        self.arrange(lambda s: s.execute(update(Terminal).where(
+            Terminal.company_id == self.tenant.company_id, Terminal.id == self.terminal_id)
+            .values(state=state)))
+
+    def age_holds(self, seconds: int = 1) -> None:
+        """Every active hold's time ran out `seconds` ago."""
+        self.arrange(lambda s: s.execute(update(Hold).where(
+            Hold.company_id == self.tenant.company_id, Hold.state == "ACTIVE")
+            .values(expires_at=utcnow().replace(microsecond=0) - _seconds(seconds))))
+
+    def account(self, customer_id: str) -> dict:
+        def work(session):
+            account = session.scalar(select(RewardAccount).where(
+                RewardAccount.company_id == self.tenant.company_id,
+                RewardAccount.customer_id == customer_id))
+            return {name: format_amount(getattr(account, name))
+                    for name in ("available", "pending", "reserved")}
+        return self.arrange(work)
+
+    def verify(self) -> list:
+        return self.arrange(lambda s: [str(d) for d in ledger.verify(s)])
+
+
+def _seconds(n: int):
+    from datetime import timedelta
+    return timedelta(seconds=n)
+
+
+def build_shop(app, tenant) -> Shop:
+    shop = Shop(app=app, tenant=tenant, pos_key=f"register-{uuid.uuid4().hex[:8]}")
+
+    def work(session):
+        now = utcnow()
+        store = Store(company_id=tenant.company_id, name="Corner shop", address="Lenina 1",
+                      city="Moscow", latitude=55.75, longitude=37.61, channels="", created_at=now)
+        session.add(store)
+        session.flush()
+        terminal = Terminal(company_id=tenant.company_id, store_id=store.id, name="Register 1",
+                            state="ACTIVE", pos_key=shop.pos_key, created_at=now, updated_at=now)
+        session.add(terminal)
+        session.flush()
+        shop.store_id, shop.terminal_id = store.id, terminal.id
+    shop.arrange(work)
+    return shop
+
+
+@dataclass
+class Register:
+    """The register's side of the API: each call with a fresh Idempotency-Key unless given."""
+
+    client: object
+    shop: Shop
+    pos: bool = True
+    last: object = field(default=None, repr=False)
+
+    def headers(self, key: str | None = None, **more) -> dict:
+        extra = {"X_Loyalty_Pos_Key": self.shop.pos_key} if self.pos else {}
+        return self.shop.tenant.headers(Idempotency_Key=key or uuid.uuid4().hex, **extra, **more)
+
+    def call(self, method: str, path: str, body: dict | None = None, *, key: str | None = None,
+             expect: int | None = None, **headers):
+        response = self.client.open(path, method=method, json=body, headers=self.headers(key, **headers))
+        self.last = response
+        if expect is not None:
+            assert response.status_code == expect, (response.status_code, response.get_json())
+        return response
+
+    def open(self, customer_id: str, receipt: str | None = None, *, expect: int | None = 201, **more):
+        body = {"externalReceiptId": receipt or f"R-{uuid.uuid4().hex[:12]}",
+                "customerId": customer_id, **more}
+        return self.call("POST", "/v1/checkout-sessions", body, expect=expect).get_json()
+
+    def quote(self, session_id: str, lines: list[dict], redeem: str | None = None, *,
+              expect: int | None = 201):
+        body = {"lines": lines}
+        if redeem is not None:
+            body["redeemAmount"] = redeem
+        return self.call("POST", f"/v1/checkout-sessions/{session_id}/quote", body,
+                         expect=expect).get_json()
+
+    def hold(self, session_id: str, quote_id: str, amount: str | None = None, *,
+             expect: int | None = 201):
+        body = {"quoteId": quote_id}
+        if amount is not None:
+            body["amount"] = amount
+        return self.call("POST", f"/v1/checkout-sessions/{session_id}/hold", body,
+                         expect=expect).get_json()
+
+    def release(self, session_id: str, reason: str | None = None, *, expect: int | None = 200):
+        body = {} if reason is None else {"reason": reason}
+        return self.call("DELETE", f"/v1/checkout-sessions/{session_id}/hold", body,
+                         expect=expect).get_json()
+
+    def commit(self, session_id: str, quote_id: str, *, expect: int | None = 201):
+        return self.call("POST", f"/v1/checkout-sessions/{session_id}/commit",
+                         {"quoteId": quote_id}, expect=expect).get_json()
+
+    def return_lines(self, sale_id: str, lines: list[tuple[str, str]], *, expect: int | None = 201):
+        body = {"lines": [{"lineId": line_id, "quantity": quantity} for line_id, quantity in lines]}
+        return self.call("POST", f"/v1/sales/{sale_id}/returns", body, expect=expect).get_json()
+
+    def lookup(self, receipt: str, *, expect: int | None = 200):
+        response = self.client.get(f"/v1/sales/by-external-receipt/{receipt}",
+                                   headers=self.shop.tenant.headers())
+        if expect is not None:
+            assert response.status_code == expect, (response.status_code, response.get_json())
+        return response.get_json()
+
+    def checkout(self, customer_id: str, lines: list[dict], *, redeem: str | None = None,
+                 hold: bool = True) -> dict:
+        """A whole receipt: session → quote → hold (when the quote redeems) → commit."""
+        session = self.open(customer_id)
+        quote = self.quote(session["id"], lines, redeem)
+        held = None
+        if hold and quote["discount"] != "0.00":
+            held = self.hold(session["id"], quote["id"])
+        sale = self.commit(session["id"], quote["id"])
+        return {"session": session, "quote": quote, "hold": held, "sale": sale}
+
+
+@pytest.fixture
+def shop(app, tenant) -> Shop:
+    return build_shop(app, tenant)
+
+
+@pytest.fixture
+def register(client, shop) -> Register:
+    return Register(client, shop)
