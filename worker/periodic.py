@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.services import ledger
+from app.services import holds, ledger
 from worker.context import job_session
 from worker.jobs import sweep_outbox
 
@@ -31,6 +31,8 @@ def mature_rewards(session: Session, now: datetime) -> int:
 TASKS = [
     ("mature rewards", mature_rewards),
     ("webhook outbox sweep", sweep_outbox),
+    ("expire holds", holds.expire_holds),
+    ("expire checkout sessions", holds.expire_sessions),
 ]
 
 
