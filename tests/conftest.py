@@ -91,12 +91,11 @@ def _empty_tables(request):
         return
     engine = request.getfixturevalue("app").extensions["engine"]
     tables = [t.name for t in reversed(Base.metadata.sorted_tables)]
+    # DELETE, children first, on both databases: a test leaves a few rows, and PostgreSQL's
+    # TRUNCATE of every table costs 0.15-0.8 s per test against ~10 ms for these deletes.
     with engine.begin() as connection:
-        if engine.dialect.name == "postgresql":
-            connection.execute(text("TRUNCATE " + ", ".join(tables) + " CASCADE"))
-        else:
-            for table in tables:
-                connection.execute(text(f"DELETE FROM {table}"))
+        for table in tables:
+            connection.execute(text(f"DELETE FROM {table}"))
 
 
 @pytest.fixture
