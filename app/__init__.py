@@ -9,6 +9,7 @@ API_BLUEPRINTS = (
     "app.api.system", "app.api.company", "app.api.credentials", "app.api.webhooks",
     "app.api.gift_cards", "app.api.cards",
     "app.api.customers", "app.api.otp", "app.api.rewards",
+    "app.api.stores", "app.api.terminals", "app.api.cashiers", "app.api.catalog",
 )
 
 

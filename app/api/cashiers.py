@@ -1,0 +1,23 @@
+"""The safe cashier catalog: an id, the register's external id and a name, nothing more."""
+from __future__ import annotations
+
+from flask import g
+from flask.views import MethodView
+
+from app.api.base import Blueprint
+from app.api.cashiers_schemas import CashierListArgs, CashierListResponse
+from app.db import request_session
+from app.services import locations
+
+blp = Blueprint("cashiers", __name__, url_prefix="/v1", description="Cashier catalog")
+
+
+@blp.route("/cashiers")
+class Cashiers(MethodView):
+    @blp.operation(scope="locations:read")
+    @blp.arguments(CashierListArgs, location="query")
+    @blp.response(200, CashierListResponse)
+    def get(self, args):
+        """Cashiers by name; they enter the catalog when a register opens a checkout session."""
+        return locations.list_cashiers(request_session(), g.company_id, page=args["page"],
+                                       page_size=args["page_size"], query=args.get("query"))

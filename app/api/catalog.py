@@ -1,0 +1,28 @@
+"""Catalog sync: the complete product snapshot of one store, reconciled atomically."""
+from __future__ import annotations
+
+from flask import g
+from flask.views import MethodView
+
+from app.api.base import Blueprint
+from app.api.catalog_schemas import CatalogSyncRequest, CatalogSyncResponse
+from app.db import request_session, utcnow
+from app.services import catalog
+from app.services.events import record_event
+
+blp = Blueprint("catalog", __name__, url_prefix="/v1", description="Product catalog")
+
+
+@blp.route("/catalog-syncs")
+class CatalogSyncs(MethodView):
+    @blp.operation(scope="products:write", idempotency=(1, 128))
+    @blp.arguments(CatalogSyncRequest)
+    @blp.response(201, CatalogSyncResponse)
+    def post(self, body):
+        """Replace the store's catalog with this snapshot: listed items are created or updated,
+        absent ones removed; the counts say which."""
+        session = request_session()
+        sync = catalog.sync_catalog(session, g.company_id, body["storeId"], body["items"],
+                                    allow_empty=body["allowEmpty"], now=utcnow())
+        record_event(session, g.company_id, "catalog.synced", CatalogSyncResponse().dump(sync))
+        return sync

@@ -1,0 +1,41 @@
+"""Sales points and the public place directory built from them."""
+from __future__ import annotations
+
+from flask import g
+from flask.views import MethodView
+
+from app.api.base import Blueprint
+from app.api.paging import PageArgs
+from app.api.stores_schemas import (CreateStoreRequest, PlaceDirectoryResponse, StoreListResponse,
+                                    StoreResponse)
+from app.db import request_session, utcnow
+from app.services import locations
+
+blp = Blueprint("stores", __name__, url_prefix="/v1", description="Stores and the place directory")
+
+
+@blp.route("/stores")
+class Stores(MethodView):
+    @blp.operation(scope="locations:write")
+    @blp.arguments(CreateStoreRequest)
+    @blp.response(201, StoreResponse)
+    def post(self, body):
+        """Add a sales point; it is active at once and published to the given channels."""
+        return locations.create_store(request_session(), g.company_id, now=utcnow(), **body)
+
+    @blp.operation(scope="locations:read")
+    @blp.arguments(PageArgs, location="query")
+    @blp.response(200, StoreListResponse)
+    def get(self, args):
+        """The company's stores, oldest first."""
+        return locations.list_stores(request_session(), g.company_id, page=args["page"],
+                                     page_size=args["page_size"])
+
+
+@blp.route("/place-directory")
+class PlaceDirectory(MethodView):
+    @blp.operation(scope="locations:read")
+    @blp.response(200, PlaceDirectoryResponse)
+    def get(self):
+        """Cities with the active stores published to MINIAPP."""
+        return {"cities": locations.place_directory(request_session(), g.company_id)}

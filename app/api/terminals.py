@@ -1,0 +1,45 @@
+"""Registers: bound to a store, ACTIVE or DISABLED, never more ACTIVE than the tariff allows."""
+from __future__ import annotations
+
+from flask import g
+from flask.views import MethodView
+
+from app.api.base import Blueprint
+from app.api.terminals_schemas import (CreateTerminalRequest, TerminalListArgs,
+                                       TerminalListResponse, TerminalResponse,
+                                       UpdateTerminalRequest)
+from app.db import request_session, utcnow
+from app.services import locations
+
+blp = Blueprint("terminals", __name__, url_prefix="/v1", description="Terminals (registers)")
+
+
+@blp.route("/terminals")
+class Terminals(MethodView):
+    @blp.operation(scope="locations:write")
+    @blp.arguments(CreateTerminalRequest)
+    @blp.response(201, TerminalResponse)
+    def post(self, body):
+        """Register a terminal at a store; it is ACTIVE and takes one of the tariff's registers."""
+        return locations.create_terminal(request_session(), g.company_id, store_id=body["storeId"],
+                                         name=body["name"], pos_key=body["posKey"], now=utcnow())
+
+    @blp.operation(scope="locations:read")
+    @blp.arguments(TerminalListArgs, location="query")
+    @blp.response(200, TerminalListResponse)
+    def get(self, args):
+        """The company's terminals, oldest first, optionally of one store."""
+        return locations.list_terminals(request_session(), g.company_id, page=args["page"],
+                                        page_size=args["page_size"], store_id=args.get("storeId"))
+
+
+@blp.route("/terminals/<terminal_id>")
+class TerminalById(MethodView):
+    @blp.operation(scope="locations:write")
+    @blp.arguments(UpdateTerminalRequest)
+    @blp.response(200, TerminalResponse)
+    def patch(self, body, terminal_id):
+        """Rename, move to another store, disable or enable again (within the register limit)."""
+        return locations.update_terminal(request_session(), g.company_id, terminal_id,
+                                         now=utcnow(), name=body.get("name"),
+                                         state=body.get("state"), store_id=body.get("storeId"))

@@ -1,0 +1,46 @@
+import marshmallow as ma
+
+from app.api.base import Schema
+from app.api.fields import Timestamp
+from app.api.paging import PageArgs, page_schema
+from app.services.locations import TERMINAL_STATES
+
+# A posKey travels in the X-Loyalty-Pos-Key header: visible ASCII, inner spaces allowed,
+# none at either end (HTTP would strip them and the key could never match).
+POS_KEY = ma.validate.Regexp(r"^[!-~](?:[ -~]*[!-~])?$",
+                             error="must be visible ASCII characters, no space at either end")
+
+
+class CreateTerminalRequest(Schema):
+    storeId = ma.fields.String(required=True)
+    name = ma.fields.String(required=True, validate=ma.validate.Length(1, 200))
+    posKey = ma.fields.String(load_default=None, allow_none=True,
+                              validate=[ma.validate.Length(max=128), POS_KEY])
+
+
+class UpdateTerminalRequest(Schema):
+    name = ma.fields.String(validate=ma.validate.Length(1, 200))
+    state = ma.fields.String(validate=ma.validate.OneOf(TERMINAL_STATES))
+    storeId = ma.fields.String()
+
+    @ma.validates_schema
+    def _at_least_one(self, data, **kwargs):
+        if not data:
+            raise ma.ValidationError("give at least one of name, state, storeId")
+
+
+class TerminalListArgs(PageArgs):
+    storeId = ma.fields.String(metadata={"description": "only the terminals of this store"})
+
+
+class TerminalResponse(Schema):
+    id = ma.fields.String(required=True)
+    storeId = ma.fields.String(attribute="store_id", required=True)
+    name = ma.fields.String(required=True)
+    state = ma.fields.String(required=True, metadata={"enum": list(TERMINAL_STATES)})
+    posKey = ma.fields.String(attribute="pos_key", allow_none=True)
+    createdAt = Timestamp(attribute="created_at", required=True)
+    updatedAt = Timestamp(attribute="updated_at", required=True)
+
+
+TerminalListResponse = page_schema(TerminalResponse, "TerminalListResponse")
