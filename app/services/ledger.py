@@ -119,9 +119,9 @@ def mature_due(session: Session, account: RewardAccount, now: datetime) -> int:
 
 def accounts_due(session: Session, now: datetime, limit: int = 500) -> list[tuple[str, str]]:
     """(company_id, customer_id) of accounts with something to mature, for the periodic job."""
-    return list(session.execute(
+    return [(company_id, customer_id) for company_id, customer_id in session.execute(
         select(RewardAccount.company_id, RewardAccount.customer_id)
-        .where(RewardAccount.next_maturity_at <= now).limit(limit)).tuples())
+        .where(RewardAccount.next_maturity_at <= now).limit(limit))]
 
 
 def due_amounts(session: Session, company_id: str, customer_ids: list[str], now: datetime) -> dict[str, int]:

@@ -1,0 +1,95 @@
+"""`flask ledger verify` and the periodic maturing of pending accruals."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select, update
+
+from app.db import utcnow
+from app.models import LedgerEntry, RewardAccount
+from app.services import customers, ledger, rewards
+from worker.periodic import TASKS, mature_rewards, run_periodic_tasks
+
+
+def _customer(app, company_id, phone, credit=0):
+    session = app.extensions["session_factory"]()
+    now = utcnow()
+    made = customers.enrol_customer(session, company_id, phone=phone, first_name="Анна", now=now)
+    if credit:
+        rewards.adjust(session, company_id, made.customer.id, amount=credit, basis="opening", now=now)
+    session.commit()
+    session.close()
+    return made.customer.id
+
+
+def _pending(app, company_id, customer_id, amount, available_in):
+    session = app.extensions["session_factory"]()
+    now = utcnow()
+    account = ledger.lock_account(session, company_id, customer_id, now)
+    ledger.post(session, account, type="ACCRUAL", amount=amount, now=now, status="PENDING",
+                available_at=now + available_in)
+    session.commit()
+    session.close()
+
+
+def test_verify_finds_nothing_on_a_consistent_ledger(app, tenant):
+    _customer(app, tenant.company_id, "+79120000001", credit=1000)
+    _customer(app, tenant.company_id, "+79120000002")
+    result = app.test_cli_runner().invoke(args=["ledger", "verify"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == "0 differences in 2 accounts"
+
+
+def test_verify_prints_a_corrupted_balance_and_exits_non_zero(app, tenant, other_tenant, db):
+    corrupt = _customer(app, tenant.company_id, "+79120000001", credit=1000)
+    _customer(app, tenant.company_id, "+79120000002", credit=500)
+    _customer(app, other_tenant.company_id, "+79120000003", credit=300)
+    db.execute(update(RewardAccount).where(RewardAccount.customer_id == corrupt)
+               .values(available=RewardAccount.available + 1, pending=7))
+    db.commit()
+
+    result = app.test_cli_runner().invoke(args=["ledger", "verify"])
+    assert result.exit_code != 0
+    lines = result.output.splitlines()
+    assert lines[-1] == "2 differences in 3 accounts"
+    assert f"{tenant.company_id} {corrupt} pending: stored 7, computed 0" in lines
+    assert f"{tenant.company_id} {corrupt} available: stored 1001, computed 1000" in lines
+
+    # Limited to the other company, there is nothing to report.
+    clean = app.test_cli_runner().invoke(args=["ledger", "verify", other_tenant.company_id])
+    assert clean.exit_code == 0
+    assert clean.output.splitlines()[-1] == "0 differences in 1 accounts"
+
+
+def test_verify_counts_active_holds_as_reserved(app, tenant, db):
+    customer_id = _customer(app, tenant.company_id, "+79120000001", credit=1000)
+    session = app.extensions["session_factory"]()
+    account = ledger.lock_account(session, tenant.company_id, customer_id, utcnow())
+    ledger.reserve(account, 400, utcnow())  # a reservation without its hold row
+    session.commit()
+    session.close()
+    differences = {(d.field, d.stored, d.computed) for d in ledger.verify(db)}
+    assert differences == {("reserved", 400, 0), ("available", 600, 1000)}
+
+
+def test_the_periodic_task_matures_due_accruals(app, tenant, db):
+    due = _customer(app, tenant.company_id, "+79120000001")
+    later = _customer(app, tenant.company_id, "+79120000002")
+    _pending(app, tenant.company_id, due, 500, timedelta(days=1))
+    _pending(app, tenant.company_id, due, 300, timedelta(days=3))
+    _pending(app, tenant.company_id, later, 700, timedelta(days=5))
+    assert ("mature rewards", mature_rewards) in TASKS
+
+    results = run_periodic_tasks(app, now=utcnow() + timedelta(days=2))
+    assert results["mature rewards"] == 1
+    db.expire_all()
+    accounts = {a.customer_id: a for a in db.scalars(select(RewardAccount))}
+    assert (accounts[due].available, accounts[due].pending) == (500, 300)
+    assert accounts[due].next_maturity_at > utcnow() + timedelta(days=2)
+    assert (accounts[later].available, accounts[later].pending) == (0, 700)
+    statuses = sorted((e.amount, e.status) for e in db.scalars(select(LedgerEntry)))
+    assert statuses == [(300, "PENDING"), (500, "ACTIVE"), (700, "PENDING")]
+    assert ledger.verify(db) == []
+
+    # Nothing more is due: the next run has nothing to do.
+    assert run_periodic_tasks(app, now=utcnow() + timedelta(days=2))["mature rewards"] == 0
