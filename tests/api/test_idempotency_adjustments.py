@@ -1,7 +1,6 @@
 """Idempotency (CONTRACT §7), proven on the reward adjustment: one effect whatever the retries."""
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -10,6 +9,7 @@ from sqlalchemy import func, select, update
 from app.db import utcnow
 from app.models import IdempotencyRecord, LedgerEntry, OutboxEvent
 from tests.api.test_customers import enrol
+from tests.api.test_rewards_concurrency import together
 
 BODY = {"amount": "25.00", "basis": "birthday"}
 
@@ -129,23 +129,12 @@ def test_a_record_just_inside_the_ttl_still_replays(client, tenant, path, db, ap
 
 @pytest.mark.postgres
 def test_twenty_concurrent_identical_requests_make_one_effect(app, tenant, path, db):
-    start = threading.Barrier(20)
-    answers = [None] * 20
-
-    def send(i):
-        client = app.test_client()
-        start.wait()
+    def send(client, i):
         response = post(client, tenant, path, "key-concurrent")
-        answers[i] = (response.status_code, response.get_json())
+        return response.status_code, response.get_json()
 
-    threads = [threading.Thread(target=send, args=(i,)) for i in range(20)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert all(a is not None for a in answers)
+    answers = together(app, 20, send)
     assert {status for status, _ in answers} == {201}
-    assert len({a[1]["id"] for a in answers}) == 1
     assert all(body == answers[0][1] for _, body in answers)
     assert entries(db) == 1
     assert answers[0][1]["balance"]["available"] == "25.00"

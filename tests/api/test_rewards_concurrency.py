@@ -13,7 +13,7 @@ from tests.api.test_customers import enrol
 pytestmark = pytest.mark.postgres
 
 
-def _together(app, count, request):
+def together(app, count, request):
     """Run `request(client, i)` in `count` threads released at once; their responses."""
     start = threading.Barrier(count)
     answers = [None] * count
@@ -44,7 +44,7 @@ def test_twenty_simultaneous_debits_never_take_more_than_the_account_had(app, cl
                                headers=tenant.headers(Idempotency_Key=f"debit-{i:04d}"))
         return response.status_code, response.get_json()
 
-    answers = _together(app, 20, debit)
+    answers = together(app, 20, debit)
     statuses = sorted(status for status, _ in answers)
     assert statuses == [201] * 14 + [409] * 6  # 14 × 7.00 = 98.00 of 100.00
     assert all(body["code"] == "insufficient_balance" for status, body in answers if status == 409)
