@@ -9,8 +9,9 @@ import pytest
 from sqlalchemy import select, update
 
 from app.db import utcnow
-from app.models import CatalogItem, Customer, Hold, RewardAccount, Store, Terminal
-from app.services import cards, companies, ledger
+from app.models import (CatalogItem, CheckoutSession, Customer, Hold, OutboxEvent, RewardAccount,
+                        Store, Terminal)
+from app.services import cards, companies, holds, ledger
 from app.services.money import format_amount, parse_amount
 
 
@@ -86,7 +87,25 @@ class Shop:
         """Every active hold's time ran out `seconds` ago."""
         self.arrange(lambda s: s.execute(update(Hold).where(
             Hold.company_id == self.tenant.company_id, Hold.state == "ACTIVE")
-            .values(expires_at=utcnow().replace(microsecond=0) - _seconds(seconds))))
+            .values(expires_at=utcnow() - _seconds(seconds))))
+
+    def state(self, session_id: str) -> tuple[str, list[str]]:
+        """The session's state and the states of its holds, oldest first."""
+        def work(session):
+            state = session.scalar(select(CheckoutSession.state).where(
+                CheckoutSession.company_id == self.tenant.company_id,
+                CheckoutSession.id == session_id))
+            held = session.scalars(select(Hold.state).where(
+                Hold.company_id == self.tenant.company_id, Hold.checkout_session_id == session_id)
+                .order_by(Hold.created_at)).all()
+            return state, list(held)
+        return self.arrange(work)
+
+    def age_sessions(self, seconds: int = 1) -> None:
+        """Every session's 24 h ran out `seconds` ago."""
+        self.arrange(lambda s: s.execute(update(CheckoutSession).where(
+            CheckoutSession.company_id == self.tenant.company_id)
+            .values(expires_at=utcnow() - _seconds(seconds))))
 
     def account(self, customer_id: str) -> dict:
         def work(session):
@@ -96,6 +115,27 @@ class Shop:
             return {name: format_amount(getattr(account, name))
                     for name in ("available", "pending", "reserved")}
         return self.arrange(work)
+
+    def events(self, event_type: str) -> list[dict]:
+        """The data of the company's recorded events of a type, oldest first."""
+        import json
+        return self.arrange(lambda s: [json.loads(e.payload)["data"] for e in s.scalars(
+            select(OutboxEvent).where(OutboxEvent.company_id == self.tenant.company_id,
+                                      OutboxEvent.type == event_type)
+            .order_by(OutboxEvent.created_at))])
+
+    def upkeep(self, seconds_later: int = 0) -> dict:
+        """One run of the checkout's periodic tasks (as the worker runs them, each in its
+        own transaction), `seconds_later` from now."""
+        from worker.periodic import TASKS
+        from worker.context import job_session
+        now = utcnow() + _seconds(seconds_later)
+        results = {}
+        for name, task in TASKS:
+            if task in (holds.expire_holds, holds.expire_sessions):
+                with job_session(self.app) as session:
+                    results[name] = task(session, now)
+        return results
 
     def verify(self) -> list:
         return self.arrange(lambda s: [str(d) for d in ledger.verify(s)])
