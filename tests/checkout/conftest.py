@@ -226,6 +226,12 @@ class Register:
             assert response.status_code == expect, (response.status_code, response.get_json())
         return response.get_json()
 
+    def held(self, customer_id: str, lines: list[dict], receipt: str | None = None):
+        """A session with a quote of `lines` and its redemption held: (session, quote, hold)."""
+        session = self.open(customer_id, receipt)
+        quote = self.quote(session["id"], lines)
+        return session, quote, self.hold(session["id"], quote["id"])
+
     def checkout(self, customer_id: str, lines: list[dict], *, redeem: str | None = None,
                  hold: bool = True) -> dict:
         """A whole receipt: session → quote → hold (when the quote redeems) → commit."""

@@ -121,9 +121,7 @@ def test_commit_in_open_redeems_nothing_and_only_once(register, shop):
 
 def test_an_expired_hold_is_released_on_first_touch(register, shop):
     customer = shop.customer("100.00")
-    session = register.open(customer)
-    quote = register.quote(session["id"], RECEIPT)
-    register.hold(session["id"], quote["id"])
+    session, quote, _ = register.held(customer, RECEIPT)
     shop.age_holds()
     # Quoting touches the session: the hold goes, its bonuses come back, the quote sees them.
     quote = register.quote(session["id"], RECEIPT)
@@ -143,9 +141,7 @@ def test_an_expired_hold_is_released_on_first_touch(register, shop):
 
 def test_a_commit_after_the_hold_expired_redeems_nothing(register, shop):
     customer = shop.customer("100.00")
-    session = register.open(customer)
-    quote = register.quote(session["id"], RECEIPT)
-    register.hold(session["id"], quote["id"])
+    session, quote, _ = register.held(customer, RECEIPT)
     shop.age_holds()
     sale = register.commit(session["id"], quote["id"])
     assert (sale["redeemed"], sale["accrued"]) == ("0.00", "7.50")
@@ -156,9 +152,7 @@ def test_a_commit_after_the_hold_expired_redeems_nothing(register, shop):
 
 def test_releasing_an_expired_hold_answers_expired(register, shop):
     customer = shop.customer("100.00")
-    session = register.open(customer)
-    quote = register.quote(session["id"], RECEIPT)
-    register.hold(session["id"], quote["id"])
+    session, quote, _ = register.held(customer, RECEIPT)
     shop.age_holds()
     released = register.release(session["id"])
     assert released["state"] == "EXPIRED"
@@ -169,9 +163,7 @@ def test_releasing_an_expired_hold_answers_expired(register, shop):
 def test_the_periodic_job_expires_holds(register, shop):
     assert ("expire holds", holds.expire_holds) in TASKS
     customer = shop.customer("100.00")
-    session = register.open(customer)
-    quote = register.quote(session["id"], RECEIPT)
-    hold = register.hold(session["id"], quote["id"])
+    session, quote, hold = register.held(customer, RECEIPT)
     assert shop.upkeep()["expire holds"] == 0  # not yet
     assert shop.upkeep(seconds_later=901)["expire holds"] == 1  # holdTtlSeconds is 900
     assert shop.state(session["id"]) == ("OPEN", ["EXPIRED"])
@@ -204,9 +196,7 @@ def test_sessions_expire_after_24_hours_releasing_their_hold(register, shop):
 
 def test_a_session_past_24_hours_refuses_everything_but_release(register, shop):
     customer = shop.customer("100.00")
-    session = register.open(customer)
-    quote = register.quote(session["id"], RECEIPT)
-    register.hold(session["id"], quote["id"])
+    session, quote, _ = register.held(customer, RECEIPT)
     shop.age_sessions()
     register.quote(session["id"], RECEIPT, expect=409)
     assert _code(register) == "invalid_state"
@@ -220,9 +210,7 @@ def test_a_session_past_24_hours_refuses_everything_but_release(register, shop):
 def test_a_session_expiring_with_a_live_hold_releases_it(register, shop):
     shop.program(hold_ttl_seconds=48 * 3600)
     customer = shop.customer("100.00")
-    session = register.open(customer)
-    quote = register.quote(session["id"], RECEIPT)
-    register.hold(session["id"], quote["id"])
+    session, quote, _ = register.held(customer, RECEIPT)
     assert shop.upkeep(seconds_later=24 * 3600 + 1)["expire checkout sessions"] == 1
     assert shop.state(session["id"]) == ("EXPIRED", ["RELEASED"])
     [released] = shop.events("checkout.hold.released")
@@ -251,9 +239,7 @@ def test_accrual_waits_for_the_delay(register, shop, db):
 
 def test_sale_lookup_by_the_registers_receipt_id(register, shop):
     customer = shop.customer("100.00")
-    session = register.open(customer, "2024/0001-A")
-    quote = register.quote(session["id"], RECEIPT)
-    register.hold(session["id"], quote["id"])
+    session, quote, _ = register.held(customer, RECEIPT, "2024/0001-A")
     sale = register.commit(session["id"], quote["id"])
     assert register.lookup("2024/0001-A") == sale
     assert register.lookup("2024%2F0001-A") == sale
