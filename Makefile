@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export FLASK_APP := wsgi
 
+PORT ?= 8000
 TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
@@ -26,7 +27,8 @@ demo: migrate
 	@$(BIN)/flask demo | tail -n 1
 
 run: demo
-	$(BIN)/gunicorn wsgi:app --bind 127.0.0.1:8000 --workers 2 --access-logfile -
+	@echo "Serving on http://127.0.0.1:$(PORT)"
+	$(BIN)/gunicorn wsgi:app --bind 127.0.0.1:$(PORT) --workers 2
 
 worker: install
 	$(BIN)/python -m worker
