@@ -9,6 +9,7 @@ import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from cryptography import x509
@@ -38,11 +39,16 @@ class PassSigner:
             team_id=team_id,
         )
 
+    @cached_property
+    def _loaded(self):
+        # Loading an RSA key checks it, which costs about a quarter of a second: once per signer.
+        return (x509.load_pem_x509_certificate(self.certificate_pem),
+                serialization.load_pem_private_key(self.key_pem, password=None),
+                x509.load_pem_x509_certificate(self.wwdr_pem))
+
     def sign(self, manifest: bytes) -> bytes:
         """A detached PKCS#7 (DER) signature of the manifest, carrying the WWDR certificate."""
-        certificate = x509.load_pem_x509_certificate(self.certificate_pem)
-        key = serialization.load_pem_private_key(self.key_pem, password=None)
-        wwdr = x509.load_pem_x509_certificate(self.wwdr_pem)
+        certificate, key, wwdr = self._loaded
         return (
             pkcs7.PKCS7SignatureBuilder()
             .set_data(manifest)
