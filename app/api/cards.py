@@ -3,6 +3,7 @@ the only credential. A web page to show at the register, and an Apple Wallet pas
 from __future__ import annotations
 
 import logging
+import os
 
 from flask import Response, current_app, render_template, request
 from flask.views import MethodView
@@ -46,12 +47,20 @@ def _open_card(token: str) -> customer_cards.LoyaltyCard | Response:
 
 
 def wallet_signer() -> PassSigner | None:
-    """The pass certificate from WALLET_* settings, or None when any of them is missing."""
+    """The pass certificate from the WALLET_* settings, or None when any of them is missing
+    or its files cannot be read. Kept per process, and read again when a file changes (a
+    renewed certificate needs no restart)."""
     wallet = current_app.config["SETTINGS"].wallet or {}
     if not all(wallet.get(name) for name in WALLET_SETTINGS):
         return None
+    files = [wallet[name] for name in WALLET_SETTINGS[:3]]
     try:
-        return PassSigner.from_files(*(wallet[name] for name in WALLET_SETTINGS))
+        version = tuple((path, os.stat(path).st_mtime_ns) for path in files)
+        cached_version, signer = current_app.extensions.get("wallet_signer", (None, None))
+        if cached_version != version:
+            signer = PassSigner.from_files(*(wallet[name] for name in WALLET_SETTINGS))
+            current_app.extensions["wallet_signer"] = (version, signer)
+        return signer
     except OSError:
         log.error("the WALLET_* certificate files cannot be read", exc_info=True)
         return None

@@ -34,7 +34,8 @@ def miss_counter(app) -> gift_cards.MissCounter:
 class GiftCardByCode(MethodView):
     @blp.operation(scope="checkout:write")
     @blp.response(200, GiftCardResponse)
-    @blp.alt_response(404, schema=ErrorResponse, description="No gift card of this company has this code")
+    @blp.alt_response(404, schema=ErrorResponse,
+                      description="No gift card of this company has this code")
     @blp.alt_response(429, schema=ErrorResponse,
                       description="Too many unknown codes from this key; see Retry-After")
     def get(self, code):

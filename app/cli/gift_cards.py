@@ -40,7 +40,8 @@ def gift_cards_issue(company_id, amount, expires_at, count):
         codes = gift_cards.issue_gift_cards(
             session, company_id, amount=kopecks, count=count, expires_at=expiry,
             pepper=current_app.config["SETTINGS"].api_key_pepper, now=now)
-    click.echo(f"issued {count} gift card{'s' if count != 1 else ''} of {money.format_amount(kopecks)} "
+    plural = "s" if count != 1 else ""
+    click.echo(f"issued {count} gift card{plural} of {money.format_amount(kopecks)} "
                f"for company {company_id}; the codes are shown only now:")
     for code in codes:
         click.echo(code)

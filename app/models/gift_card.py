@@ -28,7 +28,9 @@ class GiftCardLookupMisses(Base):
 
     __tablename__ = "gift_card_lookup_misses"
 
-    company_id: Mapped[str] = mapped_column(String(36), ForeignKey("companies.id"), primary_key=True)
+    company_id: Mapped[str] = mapped_column(String(36), ForeignKey("companies.id"),
+                                            primary_key=True)
     credential_id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    window_started: Mapped[int] = mapped_column(BigInteger)  # unix seconds of the window's first miss
+    # unix seconds of the window's first miss
+    window_started: Mapped[int] = mapped_column(BigInteger)
     misses: Mapped[int] = mapped_column(Integer)

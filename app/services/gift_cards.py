@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 from typing import Protocol
 
+from redis.exceptions import RedisError
 from sqlalchemy import bindparam, case, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
@@ -170,8 +171,6 @@ class RedisMissCounter:
         return self.PREFIX + credential_id
 
     def blocked_for(self, session, company_id, credential_id, now) -> int:
-        from redis.exceptions import RedisError
-
         try:
             misses, ttl = (self.redis.pipeline(transaction=False)
                            .get(self._key(credential_id)).ttl(self._key(credential_id)).execute())
@@ -183,8 +182,6 @@ class RedisMissCounter:
         return max(1, ttl)
 
     def record(self, session, company_id, credential_id, now) -> tuple[int, int]:
-        from redis.exceptions import RedisError
-
         key = self._key(credential_id)
         try:
             misses, _, ttl = (self.redis.pipeline(transaction=True)

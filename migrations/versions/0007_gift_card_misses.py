@@ -22,7 +22,8 @@ def upgrade() -> None:
         sa.Column("misses", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(["company_id"], ["companies.id"],
                                 name=op.f("fk_gift_card_lookup_misses_company_id_companies")),
-        sa.PrimaryKeyConstraint("company_id", "credential_id", name=op.f("pk_gift_card_lookup_misses")),
+        sa.PrimaryKeyConstraint("company_id", "credential_id",
+                                name=op.f("pk_gift_card_lookup_misses")),
     )
 
 

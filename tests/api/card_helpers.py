@@ -59,7 +59,8 @@ def _certificate(subject, issuer, public_key, issuer_key, *, ca):
     now = dt.datetime.now(dt.timezone.utc)
     return (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
             .public_key(public_key).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=30))
+            .not_valid_before(now - dt.timedelta(days=1))
+            .not_valid_after(now + dt.timedelta(days=30))
             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
             .sign(issuer_key, hashes.SHA256()))
 

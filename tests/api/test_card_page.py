@@ -8,7 +8,8 @@ import pytest
 from sqlalchemy import select, update
 
 from app.db import utcnow
-from app.models import Company, Customer, RewardAccount
+from app.models import Company, Customer, LedgerEntry, RewardAccount
+from app.services.cards import is_valid_ean13
 from app.services.customer_cards import PAGE_STORE_LIMIT, display_amount
 from tests.api.card_helpers import make_customer, make_pass_certificates, make_store, wallet_app
 
@@ -37,15 +38,16 @@ def test_page_shows_the_card_number_balance_and_what_each_part_means(client, ten
     assert f"1{NBSP}234.50 bonuses" in words  # available, after the reservation
     assert "Anna’s loyalty card" in words and "Test Shop" in words
     assert re.search(r"Available 1.234.50 Yours to spend now", words)
-    assert re.search(r"Pending 20.00 Earned on recent purchases .* the next ones arrive on \d+ \w+ 20\d\d",
-                     words)
+    assert re.search(r"Pending 20.00 Earned on recent purchases .* "
+                     r"the next ones arrive on \d+ \w+ 20\d\d", words)
     assert re.search(r"Reserved 15.00 Set aside for a purchase being paid right now", words)
     # The number as bars for the register's scanner and as a QR code for a phone.
     assert f'aria-label="{customer.card_number}" class="ean13"' in html
     assert 'class="segno"' in html
 
 
-def test_page_lists_only_the_companys_published_active_stores_by_city(client, tenant, other_tenant, db):
+def test_page_lists_only_the_companys_published_active_stores_by_city(client, tenant, other_tenant,
+                                                                      db):
     make_store(db, tenant.company_id, "Tverskaya", city="Moscow", address="Tverskaya st. 7")
     make_store(db, tenant.company_id, "Arbat", city="Moscow", address="Arbat st. 12")
     make_store(db, tenant.company_id, "Nevsky", city="Saint Petersburg", address="Nevsky pr. 28")
@@ -104,7 +106,6 @@ def test_bonuses_that_have_come_due_show_as_available(client, tenant, db):
     customer = make_customer(db, tenant.company_id, available=1000, pending=500,
                              pending_at=utcnow() + timedelta(days=1))
     db.execute(update(RewardAccount).values(next_maturity_at=utcnow() - timedelta(seconds=1)))
-    from app.models import LedgerEntry
     db.execute(update(LedgerEntry).where(LedgerEntry.status == "PENDING")
                .values(available_at=utcnow() - timedelta(seconds=1)))
     db.commit()
@@ -140,7 +141,8 @@ UNKNOWN_TOKENS = ["A" * 43, "short", "x" * 200]
 def test_unknown_token_is_a_plain_404(client, tenant, db, token, suffix):
     make_customer(db, tenant.company_id)
     for accept in (None, "application/json", "*/*"):
-        response = client.get(f"/cards/{token}{suffix}", headers={"Accept": accept} if accept else {})
+        headers = {"Accept": accept} if accept else {}
+        response = client.get(f"/cards/{token}{suffix}", headers=headers)
         assert response.status_code == 404
         assert response.get_json() == {"detail": "card not found", "code": "not_found"}
 
@@ -189,7 +191,6 @@ def test_display_amount_groups_thousands():
 
 
 def test_customer_fixture_has_a_valid_card(db, tenant):
-    from app.services.cards import is_valid_ean13
     customer = make_customer(db, tenant.company_id)
     stored = db.scalar(select(Customer).where(Customer.id == customer.id))
     assert is_valid_ean13(stored.card_number) and len(stored.card_token) == 43

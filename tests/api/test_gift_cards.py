@@ -81,7 +81,8 @@ def test_issued_codes_are_found_by_the_register(app, client, tenant):
     ["--amount", "10", "--count", "0"],
 ])
 def test_issue_refuses_bad_options_and_issues_nothing(app, tenant, db, arguments):
-    result = app.test_cli_runner().invoke(args=["gift-cards", "issue", tenant.company_id, *arguments])
+    result = app.test_cli_runner().invoke(
+        args=["gift-cards", "issue", tenant.company_id, *arguments])
     assert result.exit_code != 0
     assert db.scalars(select(GiftCard)).all() == []
 
@@ -202,7 +203,8 @@ def test_hits_do_not_count_as_misses(client, tenant, db):
         assert look_up(client, tenant, UNKNOWN_CODE).status_code == 404
 
 
-def test_malformed_codes_and_other_companies_codes_count_as_misses(client, tenant, other_tenant, db):
+def test_malformed_codes_and_other_companies_codes_count_as_misses(client, tenant, other_tenant,
+                                                                   db):
     [theirs] = issue(db, other_tenant.company_id)
     for i in range(gift_cards.MISS_LIMIT):
         assert look_up(client, tenant, theirs if i % 2 else "nonsense").status_code == 404
