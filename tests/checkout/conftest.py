@@ -83,11 +83,13 @@ class Shop:
             Terminal.company_id == self.tenant.company_id, Terminal.id == self.terminal_id)
             .values(state=state)))
 
-    def age_holds(self, seconds: int = 1) -> None:
-        """Every active hold's time ran out `seconds` ago."""
-        self.arrange(lambda s: s.execute(update(Hold).where(
-            Hold.company_id == self.tenant.company_id, Hold.state == "ACTIVE")
-            .values(expires_at=utcnow() - _seconds(seconds))))
+    def age_holds(self, seconds: int = 1, session_id: str | None = None) -> None:
+        """Every active hold's (or the session's) time ran out `seconds` ago."""
+        which = [Hold.company_id == self.tenant.company_id, Hold.state == "ACTIVE"]
+        if session_id is not None:
+            which.append(Hold.checkout_session_id == session_id)
+        self.arrange(lambda s: s.execute(update(Hold).where(*which).values(
+            expires_at=utcnow() - _seconds(seconds))))
 
     def state(self, session_id: str) -> tuple[str, list[str]]:
         """The session's state and the states of its holds, oldest first."""

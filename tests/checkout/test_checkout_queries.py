@@ -1,0 +1,73 @@
+"""Round trips per request on the register's path, counted at the driver: a ceiling that
+fails when a lazy load, an N+1 or an extra lookup creeps in."""
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import event
+
+from tests.checkout.conftest import line
+
+# A receipt of 5 lines: per-line work must not add statements.
+RECEIPT = [line(str(i), f"{100 + i}.00", sku=f"SKU{i}") for i in range(5)]
+
+
+@contextmanager
+def statements(app):
+    seen = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        verb = statement.split(None, 1)[0].upper()
+        if verb != "BEGIN":  # SQLite's explicit BEGIN IMMEDIATE; psycopg2 begins implicitly
+            seen.append(verb)
+
+    engine = app.extensions["engine"]
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+
+
+# Every request: authenticate (1), the pos key's terminal (1); each idempotent one also the
+# idempotency record (read, insert, response: 3). Then the operation's own statements:
+#   open     the checks in one read, the cashier, the session                          3
+#   quote    the session's context, the catalog flags, the session's move, the quote   4
+#   hold     context, session's move, account lock, hold, account, event               6
+#   release  context, session's move, hold's end, account lock, account, event         6
+#   commit   context, session's move, capture, account lock, sale, its lines,
+#            ledger entries (one batch), account, event                                9
+#   return   sale lock, its lines, account lock, pending of the sale, line updates
+#            (one batch), sale state, return, ledger entries, account, event            9 + 1
+#   lookup   the sale, its lines                                                       2
+CEILINGS = {"open": 8, "quote": 9, "hold": 11, "release": 11, "commit": 14, "return": 14,
+            "lookup": 3}
+
+
+@pytest.fixture
+def counted(app, register, shop):
+    shop.catalog({f"SKU{i}": (True, i != 4) for i in range(5)})
+    customer = shop.customer("1000.00")
+    results = {}
+
+    def measure(name, call):
+        with statements(app) as seen:
+            value = call()
+        results[name] = list(seen)
+        return value
+    return customer, measure, results
+
+
+def test_statements_per_request_stay_few(register, counted):
+    customer, measure, results = counted
+    cashier = {"externalId": "C", "name": "Olga"}
+    register.open(customer, cashier=cashier)  # the key's once-a-minute touch; a known cashier
+    session = measure("open", lambda: register.open(customer, "R-1", cashier=cashier))
+    quote = measure("quote", lambda: register.quote(session["id"], RECEIPT))
+    measure("hold", lambda: register.hold(session["id"], quote["id"]))
+    measure("release", lambda: register.release(session["id"]))
+    register.hold(session["id"], quote["id"])
+    sale = measure("commit", lambda: register.commit(session["id"], quote["id"]))
+    measure("return", lambda: register.return_lines(sale["id"], [("1", "1"), ("2", "1")]))
+    measure("lookup", lambda: register.lookup("R-1"))
+    counts = {name: len(seen) for name, seen in results.items()}
+    assert all(counts[name] <= ceiling for name, ceiling in CEILINGS.items()), (counts, results)
