@@ -20,9 +20,13 @@ def job_session(app: Flask | None = None):
     session = app.extensions["session_factory"]()
     try:
         yield session
+        events = session.info.pop("recorded_events", [])
         session.commit()
     except Exception:
         session.rollback()
         raise
     finally:
         session.close()
+    if events:  # as a request does: events a job recorded go to delivery once committed
+        from app.requests import enqueue_events
+        enqueue_events(app, [(event.company_id, event.id) for event in events])
