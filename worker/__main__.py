@@ -1,12 +1,18 @@
 """`python -m worker`: an RQ worker with its scheduler, plus a timer that enqueues the
-periodic upkeep. Several workers may run: a Redis lock lets one enqueue per interval."""
+periodic upkeep. Several workers may run: a Redis lock lets one enqueue per interval.
+
+Jobs run in the worker process itself (RQ's SimpleWorker): a job is a few short transactions
+and one HTTP request, and forking a child per job (RQ's default Worker), which then opens its
+own database connection, made deliveries about four times slower (bench/webhook_delivery.py).
+Scale out with more worker processes."""
 from __future__ import annotations
 
 import logging
 import threading
 
 from redis import Redis
-from rq import Queue, Worker
+from rq import Queue, SimpleWorker
+from rq.worker import BaseWorker
 
 from worker.context import worker_app
 from worker.periodic import INTERVAL_SECONDS
@@ -28,7 +34,7 @@ def _enqueue_periodic(redis: Redis, queue: Queue, stop: threading.Event) -> None
         stop.wait(INTERVAL_SECONDS)
 
 
-def main() -> None:
+def main(worker_class: type[BaseWorker] = SimpleWorker) -> None:
     app = worker_app()
     settings = app.config["SETTINGS"]
     if not settings.redis_url:
@@ -39,7 +45,7 @@ def main() -> None:
     timer = threading.Thread(target=_enqueue_periodic, args=(redis, queue, stop), daemon=True)
     timer.start()
     try:
-        Worker([queue], connection=redis).work(with_scheduler=True)
+        worker_class([queue], connection=redis).work(with_scheduler=True)
     finally:
         stop.set()
 
