@@ -52,7 +52,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.hits.append(Hit(self.path, dict(self.headers.items()), body))
         if self.path == "/slow":
             self.server.release.wait(10)
-        status, headers = _routes(self.server.server_address[1]).get(self.path, (404, {}))
+        routes = {**_routes(self.server.server_address[1]), **self.server.overrides}
+        status, headers = routes.get(self.path, (404, {}))
         self.send_response(status)
         for name, value in headers.items():
             self.send_header(name, value)
@@ -72,6 +73,8 @@ class _TLSReceiver(ThreadingHTTPServer):
         self.hits: list[Hit] = []
         self.connections = 0
         self.release = threading.Event()
+        # Answers a test sets for a path, e.g. a receiver that recovers from its outage.
+        self.overrides: dict[str, tuple[int, dict[str, str]]] = {}
 
     def get_request(self):
         sock, address = super().get_request()
@@ -99,6 +102,9 @@ class Receiver:
     @property
     def hits(self) -> list[Hit]:
         return self.server.hits
+
+    def answer(self, path: str, status: int, headers: dict[str, str] | None = None) -> None:
+        self.server.overrides[path] = (status, headers or {})
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"https://{host}:{self.port}{path}"

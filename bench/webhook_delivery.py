@@ -1,0 +1,167 @@
+"""Webhook deliveries per second that one worker process sustains against a local HTTPS
+receiver (trustme certificate, answers 204 at once), on PostgreSQL and Redis.
+
+    .venv/bin/python bench/webhook_delivery.py [--deliveries 2000] [--worker entry|simple|fork]
+
+`entry` runs `python -m worker` as the Procfile does; `simple` and `fork` run the same entry
+with RQ's SimpleWorker (jobs in the worker process) or its forking Worker (a child per job),
+to compare the two. The rate is taken between the first and the last delivery, so
+start-up does not count. Traffic goes to 127.0.0.1 only; bounded by --deliveries and --timeout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import trustme
+from redis import Redis
+from rq import Queue
+from sqlalchemy import func, select
+
+from harness import PEPPER, ROOT, bench_database, environment
+
+from app import create_app  # noqa: E402  (harness puts the repository on the path)
+from app.config import Settings  # noqa: E402
+from app.db import utcnow  # noqa: E402
+from app.delivery_queue import enqueue_deliveries  # noqa: E402
+from app.models import WebhookDelivery  # noqa: E402
+from app.services import companies, webhooks  # noqa: E402
+from app.services.events import record_event  # noqa: E402
+from worker.__main__ import periodic_lock_key  # noqa: E402
+
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+SCHEDULE = "1,1"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve(cert_file: str, key_file: str, port_pipe) -> None:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_file, key_file)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    port_pipe.send(server.server_address[1])
+    server.serve_forever()
+
+
+def seed(database_url: str, receiver_port: int, count: int, queue_name: str) -> None:
+    """A company, an endpoint at the receiver, `count` events and their deliveries, enqueued."""
+    settings = Settings(database_url=database_url, redis_url=REDIS_URL, api_key_pepper=PEPPER,
+                        rq_queue=queue_name, log_level="WARNING", development=False)
+    app = create_app(settings)
+    session = app.extensions["session_factory"]()
+    now = utcnow()
+    company = companies.create_company(session, "Bench webhooks", now=now, tariff="standard",
+                                       register_limit=1)
+    webhooks.allow_host(session, "127.0.0.1", now=now)
+    webhooks.create_endpoint(session, company.id, url=f"https://127.0.0.1:{receiver_port}/hook",
+                             events=["*"], description=None, pepper=PEPPER, now=now)
+    data = {"id": str(uuid.uuid4()), "phone": "+79123456789", "firstName": "Иван", "lastName": None,
+            "balance": {"available": "0.00", "pending": "0.00", "reserved": "0.00"}}
+    events = [record_event(session, company.id, "customer.created", data) for _ in range(count)]
+    session.flush()
+    deliveries = webhooks.dispatch_events(session, [(e.company_id, e.id) for e in events], now=now)
+    session.commit()
+    session.close()
+    enqueue_deliveries(settings, deliveries)
+    app.extensions["engine"].dispose()
+
+
+def worker_command(kind: str) -> list[str]:
+    if kind == "entry":
+        return [sys.executable, "-m", "worker"]
+    worker_class = {"simple": "SimpleWorker", "fork": "Worker"}[kind]
+    return [sys.executable, "-c", f"from rq import {worker_class}; from worker.__main__ import main; "
+            f"main({worker_class})"]
+
+
+def measure(database_url: str, count: int, kind: str, timeout: float) -> dict:
+    app = create_app(Settings(database_url=database_url, api_key_pepper=PEPPER, development=False,
+                              log_level="WARNING"))
+    session_factory = app.extensions["session_factory"]
+    deadline = time.monotonic() + timeout
+    with session_factory() as session:
+        while True:
+            delivered = session.scalar(select(func.count()).where(WebhookDelivery.state == "DELIVERED"))
+            session.rollback()
+            if delivered >= count or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        first, last = session.execute(select(func.min(WebhookDelivery.delivered_at),
+                                             func.max(WebhookDelivery.delivered_at))).one()
+        states = webhooks.delivery_counts(session)
+    app.extensions["engine"].dispose()
+    seconds = (last - first).total_seconds() if first and last else float("nan")
+    return {"worker": kind, "deliveries": count, "delivered": delivered, "states": states,
+            "seconds": round(seconds, 2),
+            "per_second": round((delivered - 1) / seconds, 1) if seconds and seconds > 0 else None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--deliveries", type=int, default=2000)
+    parser.add_argument("--worker", choices=("entry", "simple", "fork"), default="entry")
+    parser.add_argument("--timeout", type=float, default=300)
+    args = parser.parse_args()
+
+    ca = trustme.CA()
+    files = tempfile.mkdtemp(prefix="webhook-bench-")
+    ca_file, cert_file, key_file = (str(Path(files) / name) for name in ("ca.pem", "cert.pem", "key.pem"))
+    ca.cert_pem.write_to_path(ca_file)
+    issued = ca.issue_cert("127.0.0.1")
+    issued.cert_chain_pems[0].write_to_path(cert_file)
+    issued.private_key_pem.write_to_path(key_file)
+    receiving, sending = multiprocessing.Pipe()
+    receiver = multiprocessing.Process(target=_serve, args=(cert_file, key_file, sending), daemon=True)
+    receiver.start()
+    port = receiving.recv()
+
+    queue_name = f"bench-webhooks-{uuid.uuid4().hex[:8]}"
+    redis = Redis.from_url(REDIS_URL)
+    try:
+        with bench_database() as url:
+            seed(url, port, args.deliveries, queue_name)
+            env = environment(url, REDIS_URL=REDIS_URL, RQ_QUEUE=queue_name, WEBHOOK_CA_BUNDLE=ca_file,
+                              WEBHOOK_ALLOW_PRIVATE_ADDRESSES="1", WEBHOOK_RETRY_SCHEDULE=SCHEDULE)
+            worker = subprocess.Popen(worker_command(args.worker), cwd=ROOT, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True)
+            try:
+                print(json.dumps(measure(url, args.deliveries, args.worker, args.timeout)))
+            finally:
+                os.killpg(worker.pid, signal.SIGTERM)
+                try:
+                    worker.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(worker.pid, signal.SIGKILL)
+    finally:
+        Queue(queue_name, connection=redis).delete(delete_jobs=True)
+        redis.delete(periodic_lock_key(queue_name))
+        receiver.terminate()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,343 @@
+"""The delivery rules on the database alone (both databases, no worker): dispatch, the
+attempt lease, outcomes and the retry timetable, dead letters, replay, what the sweep picks."""
+from __future__ import annotations
+
+import random
+import threading
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select, update
+
+from app.db import utcnow
+from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
+from app.services import webhooks
+from app.services.events import record_event
+from app.services.webhook_transport import DeliveryOutcome
+from tests.conftest import TEST_PEPPER
+
+DELAYS = [1.0, 1.0]
+
+
+def ok(status=200):
+    return DeliveryOutcome(status=status, retry_after=None, error=None)
+
+
+@pytest.fixture
+def session(app):
+    session = app.extensions["session_factory"]()
+    webhooks.allow_host(session, "hooks.example.com", now=utcnow())
+    session.commit()
+    yield session
+    session.rollback()
+    session.close()
+
+
+def endpoint(session, company_id, events=("*",), path="/hook"):
+    created, secret = webhooks.create_endpoint(
+        session, company_id, url=f"https://hooks.example.com{path}", events=list(events),
+        description=None, pepper=TEST_PEPPER, now=utcnow())
+    session.commit()
+    return created
+
+
+def event(session, company_id, event_type="customer.created", data=None):
+    recorded = record_event(session, company_id, event_type, data or {"id": "c-1"})
+    session.commit()
+    return recorded
+
+
+def dispatch(session, *events):
+    made = webhooks.dispatch_events(session, [(e.company_id, e.id) for e in events], now=utcnow())
+    session.commit()
+    return made
+
+
+def delivery(session, delivery_id):
+    session.expire_all()
+    return session.scalar(select(WebhookDelivery).where(WebhookDelivery.id == delivery_id))
+
+
+def claim(session, company_id, delivery_id, now=None):
+    attempt = webhooks.begin_attempt(session, company_id, delivery_id, now=now or utcnow(),
+                                     pepper=TEST_PEPPER)
+    session.commit()
+    return attempt
+
+
+def finish(session, attempt, outcome, rand=None):
+    delay = webhooks.finish_attempt(session, attempt, outcome, now=utcnow(), delays=DELAYS, rand=rand)
+    session.commit()
+    return delay
+
+
+# --- dispatch -------------------------------------------------------------------------------
+
+def test_one_delivery_per_matching_active_endpoint_once(session, tenant, other_tenant):
+    everything = endpoint(session, tenant.company_id)
+    sales = endpoint(session, tenant.company_id, ["sale.committed"])
+    disabled = endpoint(session, tenant.company_id)
+    deleted = endpoint(session, tenant.company_id)
+    endpoint(session, other_tenant.company_id)
+    session.execute(update(WebhookEndpoint).where(WebhookEndpoint.id == disabled.id).values(state="DISABLED"))
+    webhooks.delete_endpoint(session, tenant.company_id, deleted.id, now=utcnow())
+    session.commit()
+    created, sold = event(session, tenant.company_id), event(session, tenant.company_id, "sale.committed")
+
+    made = dispatch(session, created, sold)
+
+    rows = session.scalars(select(WebhookDelivery)).all()
+    assert len(made) == len(rows) == 3
+    assert sorted((r.event_id, r.endpoint_id) for r in rows) == sorted(
+        [(created.id, everything.id), (sold.id, everything.id), (sold.id, sales.id)])
+    assert {r.state for r in rows} == {"PENDING"} and {r.attempts for r in rows} == {0}
+    assert all(e.dispatched_at is not None for e in session.scalars(select(OutboxEvent)))
+    # The sweep and the request's own job may both dispatch an event: only the first counts.
+    assert dispatch(session, created, sold) == []
+    assert len(session.scalars(select(WebhookDelivery)).all()) == 3
+
+
+def test_event_without_endpoints_is_dispatched_with_nothing_to_send(session, tenant):
+    recorded = event(session, tenant.company_id)
+
+    assert dispatch(session, recorded) == []
+    assert webhooks.undispatched_events(session, older_than=utcnow(), limit=10) == []
+
+
+@pytest.mark.postgres
+def test_concurrent_dispatch_of_the_same_events_creates_each_delivery_once(app, session, tenant):
+    endpoint(session, tenant.company_id)
+    ids = [(tenant.company_id, event(session, tenant.company_id).id) for _ in range(50)]
+    barrier = threading.Barrier(4)
+    made = []
+
+    def dispatcher(order):
+        own = app.extensions["session_factory"]()
+        barrier.wait()
+        made.extend(webhooks.dispatch_events(own, order, now=utcnow()))
+        own.commit()
+        own.close()
+
+    threads = [threading.Thread(target=dispatcher, args=(ids if n % 2 else ids[::-1],)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(made) == 50
+    assert len(session.scalars(select(WebhookDelivery)).all()) == 50
+
+
+# --- one attempt --------------------------------------------------------------------------------
+
+def test_attempt_is_leased_and_signs_the_stored_bytes(session, tenant):
+    target = endpoint(session, tenant.company_id)
+    recorded = event(session, tenant.company_id, data={"firstName": "Иван"})
+    [(company_id, delivery_id)] = dispatch(session, recorded)
+
+    attempt = claim(session, company_id, delivery_id)
+
+    assert attempt.number == 1 and attempt.refusal is None
+    assert attempt.url == target.url and attempt.event_id == recorded.id
+    assert attempt.body == recorded.payload.encode("utf-8") and "Иван".encode() in attempt.body
+    headers = webhooks.attempt_headers(attempt, 1_700_000_000)
+    assert headers["webhook-id"] == recorded.id and headers["webhook-signature"].startswith("v1,")
+    # While the lease runs, a duplicate job (or the sweep) gets nothing.
+    assert claim(session, company_id, delivery_id) is None
+    assert webhooks.overdue_deliveries(session, due_before=utcnow(), limit=10) == []
+    # A lease that has run out (the worker died) is taken over: the next attempt.
+    later = claim(session, company_id, delivery_id, now=utcnow() + webhooks.ATTEMPT_LEASE)
+    assert later.number == 2
+    # The first attempt's outcome no longer changes anything.
+    assert finish(session, attempt, ok()) is None
+    assert delivery(session, delivery_id).state == "PENDING"
+    finish(session, later, ok(204))
+    assert (delivery(session, delivery_id).state, delivery(session, delivery_id).last_status) == ("DELIVERED", 204)
+
+
+def test_failures_follow_the_schedule_then_die(session, tenant):
+    endpoint(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+    rand = random.Random(3)
+
+    waits = []
+    for _ in range(len(DELAYS) + 1):
+        attempt = claim(session, company_id, delivery_id, now=utcnow() + timedelta(minutes=5))
+        waits.append(finish(session, attempt, ok(500), rand))
+        row = delivery(session, delivery_id)
+
+    assert [w is not None and 0.9 <= w <= 1.1 for w in waits] == [True, True, False]
+    assert (row.state, row.attempts, row.last_status, row.last_error) == ("DEAD", 3, 500, "HTTP 500")
+    assert row.next_attempt_at is None
+
+
+def test_retry_after_is_honoured_up_to_a_day(session, tenant):
+    endpoint(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+
+    busy = DeliveryOutcome(status=429, retry_after=120.0, error=None)
+    assert finish(session, claim(session, company_id, delivery_id), busy) == 120.0
+    assert delivery(session, delivery_id).state == "RETRYING"
+    forever = DeliveryOutcome(status=503, retry_after=10.0 ** 9, error=None)
+    attempt = claim(session, company_id, delivery_id, now=utcnow() + timedelta(minutes=3))
+    assert finish(session, attempt, forever) == webhooks.RETRY_AFTER_CAP
+    # The schedule still ends it: Retry-After never adds attempts.
+    last = claim(session, company_id, delivery_id, now=utcnow() + timedelta(days=2))
+    assert finish(session, last, busy) is None
+    assert delivery(session, delivery_id).state == "DEAD"
+
+
+def test_gone_disables_the_endpoint_and_its_other_deliveries_die_unsent(session, tenant):
+    target = endpoint(session, tenant.company_id)
+    (c1, d1), (c2, d2) = dispatch(session, event(session, tenant.company_id), event(session, tenant.company_id))
+
+    assert finish(session, claim(session, c1, d1), ok(410)) is None
+
+    session.expire_all()
+    assert session.get(WebhookEndpoint, (tenant.company_id, target.id)).state == "DISABLED"
+    assert (delivery(session, d1).state, delivery(session, d1).attempts) == ("DEAD", 1)
+    assert claim(session, c2, d2) is None
+    row = delivery(session, d2)
+    assert (row.state, row.attempts, row.last_error) == ("DEAD", 0, "endpoint disabled, nothing sent")
+
+
+def test_disallowed_host_is_refused_without_a_request(session, tenant):
+    endpoint(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+    assert webhooks.disallow_host(session, "HOOKS.example.com.")
+    session.commit()
+
+    attempt = claim(session, company_id, delivery_id)
+
+    assert attempt.refusal == "host no longer allowed"
+
+
+def test_unreadable_secret_is_refused(session, tenant):
+    target = endpoint(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+    session.execute(update(WebhookEndpoint).where(WebhookEndpoint.id == target.id)
+                    .values(secret_encrypted=webhooks.encrypt_secret("old-pepper", "whsec_AAAA")))
+    session.commit()
+
+    assert claim(session, company_id, delivery_id).refusal == "the endpoint secret cannot be decrypted"
+
+
+# --- dead letters and replay ----------------------------------------------------------------
+
+def test_replay_revives_dead_deliveries_to_live_endpoints(session, tenant):
+    live = endpoint(session, tenant.company_id, path="/live")
+    gone = endpoint(session, tenant.company_id, path="/gone")
+    recorded = event(session, tenant.company_id)
+    assert len(dispatch(session, recorded)) == 2
+    rows = {r.endpoint_id: r for r in session.scalars(select(WebhookDelivery))}
+    session.execute(update(WebhookDelivery).values(state="DEAD", attempts=3, last_status=500))
+    session.execute(update(WebhookEndpoint).where(WebhookEndpoint.id == gone.id).values(state="DISABLED"))
+    session.commit()
+
+    letters = webhooks.dead_letters(session)
+    assert sorted(letter.url for letter in letters) == sorted([live.url, gone.url])
+    assert {letter.event_id for letter in letters} == {recorded.id}
+    assert webhooks.dead_letters(session, company_id="another-company") == []
+
+    revived, skipped = webhooks.replay_event(session, recorded.id, now=utcnow())
+    session.commit()
+
+    assert revived == [(tenant.company_id, rows[live.id].id)] and skipped == 1
+    row = delivery(session, rows[live.id].id)
+    assert (row.state, row.attempts, row.last_status) == ("PENDING", 0, None)
+    assert delivery(session, rows[gone.id].id).state == "DEAD"
+    assert claim(session, tenant.company_id, rows[live.id].id).number == 1
+
+
+def test_replay_of_an_event_without_dead_deliveries_is_not_found(session, tenant):
+    from app.services.errors import NotFound
+
+    with pytest.raises(NotFound):
+        webhooks.replay_event(session, "no-such-event", now=utcnow())
+
+
+# --- what the sweep picks up --------------------------------------------------------------------
+
+def test_sweep_picks_only_stray_events_and_overdue_deliveries(session, tenant):
+    endpoint(session, tenant.company_id)
+    fresh, stray = event(session, tenant.company_id), event(session, tenant.company_id)
+    session.execute(update(OutboxEvent).where(OutboxEvent.id == stray.id)
+                    .values(created_at=utcnow() - timedelta(minutes=1)))
+    session.commit()
+    cutoff = utcnow() - timedelta(seconds=10)
+
+    assert webhooks.undispatched_events(session, older_than=cutoff, limit=10) == [(tenant.company_id, stray.id)]
+
+    [(company_id, delivery_id)] = dispatch(session, stray)
+    assert webhooks.overdue_deliveries(session, due_before=utcnow() - timedelta(seconds=60), limit=10) == []
+    claim(session, company_id, delivery_id)  # then the worker dies: the lease runs out
+    session.execute(update(WebhookDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
+    session.commit()
+    assert webhooks.overdue_deliveries(session, due_before=utcnow() - timedelta(seconds=60),
+                                       limit=10) == [(company_id, delivery_id)]
+    assert fresh.dispatched_at is None
+
+
+def test_sweep_task_without_redis_enqueues_nothing(app, session, tenant):
+    from worker.jobs import sweep_outbox
+
+    if app.config["SETTINGS"].redis_url:
+        pytest.skip("this run has Redis")
+    event(session, tenant.company_id)
+    with app.app_context():
+        assert sweep_outbox(session, utcnow() + timedelta(minutes=5)) == 0
+
+
+# --- hosts --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("given, stored", [
+    ("Hooks.Example.COM.", "hooks.example.com"),
+    ("[::1]", "::1"),
+    ("127.0.0.1", "127.0.0.1"),
+    ("пример.рф", "xn--e1afmkfd.xn--p1ai"),
+])
+def test_hosts_are_normalised(given, stored):
+    assert webhooks.normalise_host(given) == stored
+
+
+@pytest.mark.parametrize("given", ["https://hooks.example.com", "hooks.example.com:443",
+                                   "hooks.example.com/path", "", "-bad.example.com", "a..b"])
+def test_not_a_host(given):
+    with pytest.raises(ValueError):
+        webhooks.normalise_host(given)
+
+
+def test_operator_host_commands(app):
+    runner = app.test_cli_runner()
+
+    assert runner.invoke(args=["webhooks", "allow-host", "Hooks.Example.com"]).output.splitlines() == [
+        "hooks.example.com"]
+    runner.invoke(args=["webhooks", "allow-host", "b.example.com"])
+    runner.invoke(args=["webhooks", "allow-host", "hooks.example.com"])  # twice is once
+    assert runner.invoke(args=["webhooks", "hosts"]).output.splitlines() == [
+        "b.example.com", "hooks.example.com", "2 hosts"]
+    assert runner.invoke(args=["webhooks", "disallow-host", "B.example.com"]).output.splitlines() == [
+        "disallowed b.example.com"]
+    assert runner.invoke(args=["webhooks", "disallow-host", "b.example.com"]).exit_code != 0
+    assert runner.invoke(args=["webhooks", "allow-host", "https://x.example.com/"]).exit_code != 0
+    assert runner.invoke(args=["webhooks", "hosts"]).output.splitlines()[-1] == "1 hosts"
+
+
+def test_operator_dead_letters_and_replay_commands(app, session, tenant):
+    target = endpoint(session, tenant.company_id)
+    recorded = event(session, tenant.company_id, "sale.returned")
+    dispatch(session, recorded)
+    session.execute(update(WebhookDelivery).values(state="DEAD", attempts=8, last_status=503,
+                                                   last_error="HTTP 503"))
+    session.commit()
+    runner = app.test_cli_runner()
+
+    lines = runner.invoke(args=["webhooks", "dead-letters"]).output.splitlines()
+    assert lines[-1] == "1 dead deliveries"
+    assert lines[0].split("\t") == [recorded.id, "sale.returned", tenant.company_id, target.id,
+                                    target.url, "8", "503", "HTTP 503"]
+    replayed = runner.invoke(args=["webhooks", "replay", recorded.id])
+    assert replayed.exit_code == 0 and replayed.output.splitlines()[-1] == "replaying 1 deliveries"
+    assert runner.invoke(args=["webhooks", "dead-letters"]).output.splitlines() == ["0 dead deliveries"]
+    missing = runner.invoke(args=["webhooks", "replay", recorded.id])
+    assert missing.exit_code != 0 and "no dead deliveries" in missing.output
