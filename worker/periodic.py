@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.services import holds, ledger
-from worker.context import job_session
+from worker.context import job_session, worker_app
 from worker.jobs import sweep_outbox
 
 log = logging.getLogger("worker.periodic")
@@ -37,12 +37,14 @@ TASKS = [
 
 
 def run_periodic_tasks(app=None, now: datetime | None = None) -> dict[str, int]:
+    app = app or worker_app()
     results = {}
-    for name, task in TASKS:
-        try:
-            with job_session(app) as session:
-                results[name] = task(session, now or utcnow())
-        except Exception:
-            log.exception("periodic task failed: %s", name)
-            results[name] = -1
+    with app.app_context():  # tasks that need settings (the outbox sweep) read the given app's
+        for name, task in TASKS:
+            try:
+                with job_session(app) as session:
+                    results[name] = task(session, now or utcnow())
+            except Exception:
+                log.exception("periodic task failed: %s", name)
+                results[name] = -1
     return results
