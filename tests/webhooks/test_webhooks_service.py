@@ -341,3 +341,29 @@ def test_operator_dead_letters_and_replay_commands(app, session, tenant):
     assert runner.invoke(args=["webhooks", "dead-letters"]).output.splitlines() == ["0 dead deliveries"]
     missing = runner.invoke(args=["webhooks", "replay", recorded.id])
     assert missing.exit_code != 0 and "no dead deliveries" in missing.output
+
+
+@pytest.mark.redis
+def test_upkeep_enqueues_what_the_outbox_still_holds(app, session, tenant):
+    from redis import Redis
+    from rq import Queue
+
+    from worker.periodic import run_periodic_tasks
+
+    endpoint(session, tenant.company_id)
+    stray = event(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+    session.execute(update(OutboxEvent).where(OutboxEvent.id == stray.id)
+                    .values(created_at=utcnow() - timedelta(minutes=1)))
+    session.execute(update(WebhookDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
+    session.commit()
+    settings = app.config["SETTINGS"]
+    queue = Queue(settings.rq_queue, connection=Redis.from_url(settings.redis_url))
+    queue.empty()
+
+    assert run_periodic_tasks(app)["webhook outbox sweep"] == 2
+
+    calls = {(job.func_name, repr(job.args)) for job in queue.get_jobs()}
+    queue.empty()
+    assert calls == {("worker.jobs.dispatch_events", repr(([(tenant.company_id, stray.id)],))),
+                     ("worker.jobs.deliver", repr((company_id, delivery_id)))}
