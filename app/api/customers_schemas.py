@@ -79,7 +79,8 @@ class CustomerDirectoryArgs(OffsetArgs):
     query = Text(minimum=0, maximum=100, metadata={
         "description": "A fragment of the phone's digits, or of the first or last name"})
     minimumAvailable = Amount(minimum=0, metadata={
-        "description": "Only customers with at least this much available", "example": "100.00"})
+        "description": "Only customers with at least this much available (a number or a decimal "
+                       "string)", "example": "100.00", "pattern": r"^[0-9]{1,18}(\.[0-9]{1,2})?$"})
 
 
 class CustomerSearchArgs(Schema):

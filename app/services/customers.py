@@ -87,32 +87,52 @@ def directory(session: Session, company_id: str, *, query: str | None = None,
     """One page of customers in enrolment order, with balances, and how many match.
     `query` is a fragment of the phone's digits when it is written as a number, else a
     fragment of the name (case-insensitive)."""
-    conditions = [Customer.company_id == company_id]
+    text_match = floor = None
     if query:
         digits = phones.digits_fragment(query)
-        if digits is not None:
-            conditions.append(Customer.phone.like(f"%{digits}%"))
-        else:
-            conditions.append(FULL_NAME.like(f"%{_escape_like(query.lower())}%", escape="\\"))
+        text_match = (Customer.phone.like(f"%{digits}%") if digits is not None else
+                      FULL_NAME.like(f"%{_escape_like(query.lower())}%", escape="\\"))
     if minimum_available is not None:
         # Beyond the largest balance kept nobody qualifies (and the number fits no column).
-        conditions.append(RewardAccount.available >= minimum_available
-                          if minimum_available <= LARGEST_BALANCE else false())
-    rows = session.execute(
-        select(Customer, RewardAccount).join(RewardAccount, _ACCOUNT_JOIN).where(*conditions)
-        .order_by(Customer.created_at, Customer.id).offset(offset).limit(limit)).all()
-    if rows and len(rows) < limit:
-        total = offset + len(rows)
+        floor = (RewardAccount.available >= minimum_available
+                 if minimum_available <= LARGEST_BALANCE else false())
+    if text_match is not None:
+        rows, total = _matching_page(session, company_id, text_match, floor, offset, limit)
     else:
-        count = select(func.count()).select_from(Customer).where(*conditions)
-        if minimum_available is not None:
-            count = count.join(RewardAccount, _ACCOUNT_JOIN)
-        total = session.scalar(count)
+        accounts = [RewardAccount.company_id == company_id, *([] if floor is None else [floor])]
+        rows = session.execute(
+            select(Customer, RewardAccount).join(RewardAccount, _ACCOUNT_JOIN)
+            .where(Customer.company_id == company_id, *accounts)
+            .order_by(Customer.created_at, Customer.id).offset(offset).limit(limit)).all()
+        # One account per customer: count the narrower table.
+        total = (offset + len(rows) if rows and len(rows) < limit else
+                 session.scalar(select(func.count()).select_from(RewardAccount).where(*accounts)))
     due = ledger.due_amounts(session, company_id, [
         account.customer_id for _, account in rows
         if account.next_maturity_at is not None and account.next_maturity_at <= now], now)
     return [CustomerBalance(customer, Balance.of(account, due.get(customer.id, 0)))
             for customer, account in rows], total
+
+
+def _matching_page(session: Session, company_id: str, text_match, floor, offset: int,
+                   limit: int) -> tuple[list, int]:
+    """A page of a text search and its total from one pass over the matches: the trigram index
+    finds them once (materialised), the page and the count are both taken from that set."""
+    matches = select(Customer.id, Customer.created_at).where(Customer.company_id == company_id,
+                                                             text_match)
+    if floor is not None:
+        matches = matches.join(RewardAccount, _ACCOUNT_JOIN).where(floor)
+    matches = matches.cte("matches").prefix_with("MATERIALIZED", dialect="postgresql")
+    page = (select(matches.c.id, matches.c.created_at)
+            .order_by(matches.c.created_at, matches.c.id).offset(offset).limit(limit).subquery("page"))
+    total = select(func.count()).select_from(matches).scalar_subquery().label("total")
+    found = session.execute(
+        select(Customer, RewardAccount, total).select_from(page)
+        .join(Customer, and_(Customer.company_id == company_id, Customer.id == page.c.id))
+        .join(RewardAccount, _ACCOUNT_JOIN).order_by(page.c.created_at, page.c.id)).all()
+    if not found:  # past the end: no row carried the total
+        return [], session.scalar(select(func.count()).select_from(matches))
+    return [(customer, account) for customer, account, _ in found], found[0].total
 
 
 def _escape_like(text: str) -> str:

@@ -300,3 +300,35 @@ def test_directory_never_lists_another_companys_customers(client, tenant, other_
     response = client.get("/v1/customers/search", query_string={"phone": "+79262223344"},
                           headers=other_tenant.headers())
     assert response.status_code == 404
+
+
+def test_a_card_number_clash_is_retried_with_a_new_number(client, tenant, monkeypatch):
+    from app.services import cards
+
+    first = enrol(client, tenant, phone="+79120000001")
+    numbers = iter([first["cardNumber"], first["cardNumber"], "2000000000008"])
+    monkeypatch.setattr(cards, "new_card_number", lambda: next(numbers))
+    second = enrol(client, tenant, phone="+79120000002")
+    assert second["cardNumber"] == "2000000000008"
+    assert len(directory(client, tenant)["items"]) == 2
+
+
+@pytest.mark.postgres
+def test_simultaneous_enrolments_of_one_phone_make_one_customer(app, tenant, db):
+    from tests.api.test_rewards_concurrency import together
+
+    def attempt(client, i):
+        response = client.post("/v1/customers", json={"phone": PHONE, "firstName": f"Иван {i}"},
+                               headers=tenant.headers())
+        return response.status_code, response.get_json()
+
+    # Use the key once first: its at-most-once-a-minute lastUsedAt write would queue the requests.
+    assert app.test_client().get("/v1/customers", headers=tenant.headers()).status_code == 200
+    answers = together(app, 8, attempt)
+    created = [body for status, body in answers if status == 201]
+    refused = [body for status, body in answers if status == 409]
+    assert len(created) == 1 and len(refused) == 7
+    assert {body["code"] for body in refused} == {"customer_exists"}
+    assert {body["customerId"] for body in refused} == {created[0]["id"]}
+    assert len(db.scalars(select(Customer)).all()) == 1
+    assert len(db.scalars(select(RewardAccount)).all()) == 1

@@ -276,3 +276,21 @@ def test_a_stale_confirmation_does_not_enrol(client, otp_required, db):
 def test_a_named_challenge_is_checked_even_without_the_policy(client, tenant):
     response = _enrol(client, tenant, "no-such-challenge")
     assert response.status_code == 409 and response.get_json()["code"] == "enrollment_challenge_required"
+
+
+@pytest.mark.postgres
+def test_parallel_guesses_get_five_attempts_in_all(app, client, tenant, db):
+    from tests.api.test_rewards_concurrency import together
+
+    body, code = issued(client, tenant)
+
+    def guess(client, i):
+        response = confirm(client, tenant, body["id"], wrong(code))
+        return response.status_code, response.get_json()
+
+    answers = together(app, 10, guess)
+    assert sorted(status for status, _ in answers) == [409] * 5 + [422] * 5
+    lefts = sorted(b["detail"][0]["ctx"]["attemptsLeft"] for s, b in answers if s == 422)
+    assert lefts == [0, 1, 2, 3, 4]
+    stored = db.scalar(select(OtpChallenge).where(OtpChallenge.id == body["id"]))
+    assert (stored.state, stored.attempts_left) == ("FAILED", 0)
