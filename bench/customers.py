@@ -4,11 +4,13 @@ Seeds the customers and their reward accounts in bulk (COPY) into a fresh databa
 the migrations, then measures, in the database, the queries the API runs:
 
 - search by phone (the register's lookup): the service's query, and its EXPLAIN ANALYZE time;
-- a directory page (page + total) filtered by a name fragment and by a phone fragment.
+- a directory page (page + total) filtered by a name fragment and by a phone fragment;
+- and, for the whole path, GET /v1/customers/search under gunicorn (4 sync workers).
 
 Targets: search p99 < 5 ms; a filtered page < 50 ms. Run on demand:
 
-    .venv/bin/python bench/customers.py [--customers 1000000] [--samples 300] [--keep]
+    .venv/bin/python bench/customers.py [--customers 1000000] [--samples 300] [--http-seconds 10]
+                                        [--keep | --reuse DATABASE_URL] [--plans]
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from app.config import Settings, normalise_database_url  # noqa: E402
 from app.db import utcnow  # noqa: E402
 from app.services import companies, customers  # noqa: E402
 from app.services.cards import ean13_check_digit  # noqa: E402
-from harness import PEPPER, bench_database  # noqa: E402
+from harness import PEPPER, bench_database, closed_loop, flask_command, gunicorn  # noqa: E402
 
 FIRST_NAMES = [
     "Александр", "Алексей", "Андрей", "Антон", "Артём", "Борис", "Вадим", "Виктор", "Владимир",
@@ -212,6 +214,28 @@ def measure(database_url: str, company_id: str, phones: list[str], samples: int,
     engine.dispose()
 
 
+SEARCH_PHONES: list[str] = []  # read by the load generator's forked processes
+
+
+def search_by_phone(client, index, iteration, pause):
+    phone = SEARCH_PHONES[(index * 7919 + iteration * 104729) % len(SEARCH_PHONES)]
+    client.call("GET /v1/customers/search", "GET", f"/v1/customers/search?phone=%2B{phone[1:]}")
+
+
+def measure_http(database_url: str, company_id: str, phones: list[str], seconds: float, clients: int = 8):
+    key = flask_command(database_url, "credentials", "issue", company_id, "--name", "bench",
+                        "--scopes", "customers:read")
+    SEARCH_PHONES[:] = random.Random(11).sample(phones, 20_000)
+    headers = [{"Authorization": f"Bearer {key}"}] * clients
+    with gunicorn(database_url, workers=4) as port:
+        closed_loop(search_by_phone, port, headers, seconds=2)  # warm up
+        result = closed_loop(search_by_phone, port, headers, seconds=seconds).summary()
+    latency = result["latency_ms"]["GET /v1/customers/search"]
+    print(f"GET /v1/customers/search under gunicorn, {clients} clients, {seconds:.0f} s")
+    print(f"    {result['per_second']} req/s   p50 {latency['p50']} ms   p99 {latency['p99']} ms   "
+          f"errors {result['errors']}")
+
+
 def _fragment(rng, name: str, length: int) -> str:
     if len(name) <= length:
         return name.lower()
@@ -223,6 +247,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--customers", type=int, default=1_000_000)
     parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--http-seconds", type=float, default=10, help="0 skips the HTTP run")
     parser.add_argument("--keep", action="store_true", help="keep the bench database")
     parser.add_argument("--reuse", metavar="DATABASE_URL", help="measure a database kept earlier")
     parser.add_argument("--plans", action="store_true", help="print a query plan of each kind")
@@ -230,12 +255,16 @@ def main() -> None:
     if args.reuse:
         company_id, phones = seeded(args.reuse)
         measure(args.reuse, company_id, phones, args.samples, args.plans)
+        if args.http_seconds:
+            measure_http(args.reuse, company_id, phones, args.http_seconds)
         return
     with bench_database(keep=args.keep) as url:
         started = time.perf_counter()
         company_id, phones = seed(url, args.customers)
         print(f"seeded {args.customers:,} customers in {time.perf_counter() - started:.0f} s")
         measure(url, company_id, phones, args.samples, args.plans)
+        if args.http_seconds:
+            measure_http(url, company_id, phones, args.http_seconds)
         if args.keep:
             print(f"kept {url}")
 
