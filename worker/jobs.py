@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from flask import Flask, current_app, has_app_context
 from sqlalchemy import text
@@ -48,6 +49,7 @@ def deliver(company_id: str, delivery_id: str) -> str:
     """One attempt of one delivery; schedules the next attempt when this one fails."""
     app = worker_app()
     settings = app.config["SETTINGS"]
+    delays = _delays(settings.webhook_retry_schedule)  # a malformed setting fails before sending
     with _delivery_session(app) as session:
         attempt = webhooks.begin_attempt(session, company_id, delivery_id, now=utcnow(),
                                          pepper=settings.api_key_pepper)
@@ -62,10 +64,15 @@ def deliver(company_id: str, delivery_id: str) -> str:
                              ca_bundle=settings.webhook_ca_bundle)
     with _delivery_session(app) as session:
         retry_in = webhooks.finish_attempt(session, attempt, outcome, now=utcnow(),
-                                           delays=retry_delays(settings.webhook_retry_schedule))
+                                           delays=delays)
     if retry_in is not None:
         enqueue_delivery_in(settings, company_id, delivery_id, retry_in)
     return "delivered" if outcome.delivered else (outcome.error or f"HTTP {outcome.status}")
+
+
+@lru_cache(maxsize=4)
+def _delays(schedule: str) -> tuple[float, ...]:
+    return tuple(retry_delays(schedule))
 
 
 def _app() -> Flask:

@@ -13,6 +13,7 @@ import hmac
 import ipaddress
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -276,7 +277,7 @@ def attempt_headers(attempt: Attempt, timestamp: int) -> dict[str, str]:
 
 
 def finish_attempt(session: Session, attempt: Attempt, outcome: DeliveryOutcome, *, now: datetime,
-                   delays: list[float], rand=None) -> float | None:
+                   delays: Sequence[float], rand=None) -> float | None:
     """Record what the attempt came to; returns seconds until the next attempt, or None when
     there is none (delivered, dead, or the attempt is no longer ours)."""
     error = outcome.error or (None if outcome.delivered else f"HTTP {outcome.status}")
