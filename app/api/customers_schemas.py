@@ -47,12 +47,22 @@ class RewardBalance(Schema):
 
 
 class CreateCustomerRequest(Schema):
+    OPTIONAL = ("lastName", "birthDate", "email", "enrollmentChallengeId")
+
     phone = Phone(required=True)
     firstName = Text(maximum=100, required=True)
     lastName = Text(maximum=100, allow_none=True)
     birthDate = ma.fields.Date(allow_none=True, validate=_plausible_birth_date)
     email = ma.fields.Email(allow_none=True, validate=ma.validate.Length(max=254))
     enrollmentChallengeId = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=36))
+
+    @ma.pre_load
+    def _blank_is_absent(self, data, **kwargs):
+        # Registers send "" for what they do not know; an optional field left blank is null.
+        if isinstance(data, dict):
+            data = {k: None if k in self.OPTIONAL and isinstance(v, str) and not v.strip() else v
+                    for k, v in data.items()}
+        return data
 
 
 class CustomerResponse(Schema):

@@ -332,3 +332,8 @@ def test_simultaneous_enrolments_of_one_phone_make_one_customer(app, tenant, db)
     assert {body["customerId"] for body in refused} == {created[0]["id"]}
     assert len(db.scalars(select(Customer)).all()) == 1
     assert len(db.scalars(select(RewardAccount)).all()) == 1
+
+
+def test_optional_fields_left_blank_are_null(client, tenant):
+    customer = enrol(client, tenant, lastName="", birthDate=" ", email="", enrollmentChallengeId="")
+    assert (customer["lastName"], customer["birthDate"], customer["email"]) == (None, None, None)
