@@ -32,7 +32,7 @@ from sqlalchemy import event  # noqa: E402
 from app import create_app  # noqa: E402
 from app.config import Settings, normalise_database_url  # noqa: E402
 from app.db import utcnow  # noqa: E402
-from app.services import companies, customers  # noqa: E402
+from app.services import companies, customers, ledger  # noqa: E402
 from app.services.cards import ean13_check_digit  # noqa: E402
 from harness import PEPPER, bench_database, closed_loop, flask_command, gunicorn  # noqa: E402
 
@@ -85,7 +85,7 @@ def seed(database_url: str, count: int) -> tuple[str, list[str]]:
         cursor = raw.cursor()
         chunk = 100_000
         for base in range(0, count, chunk):
-            people, accounts = io.StringIO(), io.StringIO()
+            people, accounts, entries = io.StringIO(), io.StringIO(), io.StringIO()
             for i in range(base, min(base + chunk, count)):
                 customer_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
                 created = (start + step * i).isoformat()
@@ -94,19 +94,26 @@ def seed(database_url: str, count: int) -> tuple[str, list[str]]:
                 people.write("\t".join((company_id, customer_id, created, phones[i],
                                         rng.choice(FIRST_NAMES), last, number + ean13_check_digit(number),
                                         secrets.token_urlsafe(32))) + "\n")
-                available = rng.choice((0, 0, rng.randrange(0, 500_000)))
+                available = rng.choice((0, 0, rng.randrange(1, 500_000)))
                 accounts.write(f"{company_id}\t{customer_id}\t{available}\t0\t0\t\\N\t{created}\n")
-            people.seek(0)
-            accounts.seek(0)
+                if available:  # the balance comes from the ledger, so `ledger verify` agrees
+                    entries.write(f"{company_id}\t{uuid.UUID(int=rng.getrandbits(128), version=4)}\t"
+                                  f"{created}\t{customer_id}\tADJUSTMENT\t{available}\tACTIVE\t"
+                                  f"{created}\topening balance\n")
+            for buffer in (people, accounts, entries):
+                buffer.seek(0)
             cursor.copy_expert("COPY customers (company_id, id, created_at, phone, first_name, last_name, "
                                "card_number, card_token) FROM STDIN", people)
             cursor.copy_expert("COPY reward_accounts (company_id, customer_id, available, pending, "
                                "reserved, next_maturity_at, updated_at) FROM STDIN", accounts)
+            cursor.copy_expert("COPY ledger_entries (company_id, id, created_at, customer_id, type, "
+                               "amount, status, available_at, basis) FROM STDIN", entries)
             raw.commit()
             print(f"  seeded {min(base + chunk, count):,}", flush=True)
         raw.driver_connection.autocommit = True  # VACUUM runs outside a transaction
         cursor.execute("VACUUM ANALYZE customers")
         cursor.execute("VACUUM ANALYZE reward_accounts")
+        cursor.execute("VACUUM ANALYZE ledger_entries")
         raw.driver_connection.autocommit = False
     finally:
         raw.close()
@@ -210,6 +217,11 @@ def measure(database_url: str, company_id: str, phones: list[str], samples: int,
     run("phone fragment: 7 digits", page(lambda i: {"query": rng.choice(phones)[-7:]}), samples)
     run("no filter, first page", page(lambda i: {}), samples // 10)
     run("minimumAvailable 4000.00", page(lambda i: {"minimum_available": 400_000}), samples // 10)
+    session.rollback()
+    started = time.perf_counter()
+    differences = ledger.verify(session, company_id)
+    print(f"ledger verify of {len(phones):,} accounts: {time.perf_counter() - started:.1f} s, "
+          f"{len(differences)} differences")
     session.close()
     engine.dispose()
 
