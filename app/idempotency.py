@@ -3,6 +3,8 @@
 The record is inserted in the request's own transaction before the effect, and completed
 with the response before commit: exactly one effect whatever the retries. A concurrent
 duplicate blocks on the record's primary key until the first request ends, then replays it.
+Every register request passes here, so the record is read and written with statements built
+once (no ORM object per request).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from datetime import timedelta
 from functools import wraps
 
 from flask import Response, current_app, g, request
-from sqlalchemy import delete
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.db import request_session, utcnow
@@ -21,6 +23,16 @@ from app.services.errors import Conflict, InvalidField
 
 HEADER = "Idempotency-Key"
 REPLAY_HEADER = "Idempotent-Replayed"
+
+_RECORDS = IdempotencyRecord.__table__
+_IDENT = (_RECORDS.c.company_id == bindparam("b_company_id"),
+          _RECORDS.c.operation == bindparam("b_operation"), _RECORDS.c.key == bindparam("b_key"))
+_FIND = select(_RECORDS.c.fingerprint, _RECORDS.c.status_code, _RECORDS.c.response_body,
+               _RECORDS.c.created_at).where(*_IDENT)
+_FORGET = delete(_RECORDS).where(*_IDENT)
+_BEGIN = insert(_RECORDS)
+_COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_status_code"),
+                                                   response_body=bindparam("b_response_body"))
 
 
 def _key(low: int, high: int) -> str:
@@ -45,7 +57,7 @@ def fingerprint() -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _replay(record: IdempotencyRecord, expected: str) -> Response:
+def _replay(record, expected: str) -> Response:
     if record.fingerprint != expected:
         raise InvalidField(["header", HEADER],
                            "this Idempotency-Key was used with a different request",
@@ -66,25 +78,26 @@ def idempotent(low: int, high: int):
             session = request_session()
             operation = f"{request.method} {request.url_rule.rule}"
             expected = fingerprint()
-            ident = {"company_id": g.company_id, "operation": operation, "key": key}
+            ident = {"b_company_id": g.company_id, "b_operation": operation, "b_key": key}
             ttl = timedelta(seconds=current_app.config["SETTINGS"].idempotency_ttl)
+            now = utcnow()
 
-            record = session.get(IdempotencyRecord, ident)
-            if record is not None and record.created_at <= utcnow() - ttl:
-                session.delete(record)
-                session.flush()
+            record = session.connection().execute(_FIND, ident).first()
+            if record is not None and record.created_at <= now - ttl:
+                session.connection().execute(_FORGET, ident)
                 record = None
             if record is not None:
                 return _replay(record, expected)
 
-            record = IdempotencyRecord(**ident, fingerprint=expected, created_at=utcnow())
-            session.add(record)
             try:
-                session.flush()
+                session.connection().execute(_BEGIN, {
+                    "company_id": g.company_id, "operation": operation, "key": key,
+                    "fingerprint": expected, "status_code": None, "response_body": None,
+                    "created_at": now})
             except IntegrityError:
                 # A concurrent request holds the key and has committed: replay what it did.
                 session.rollback()
-                record = session.get(IdempotencyRecord, ident)
+                record = session.connection().execute(_FIND, ident).first()
                 if record is None:
                     raise Conflict("a request with this Idempotency-Key is still being processed",
                                    code="idempotency_key_in_use") from None
@@ -92,9 +105,10 @@ def idempotent(low: int, high: int):
 
             response = current_app.make_response(view(*args, **kwargs))
             if response.status_code < 400:
-                record.status_code = response.status_code
-                record.response_body = response.get_data(as_text=True)
-                session.flush()
+                session.flush()  # the effect's own pending changes fail here, not at commit
+                session.connection().execute(_COMPLETE, {
+                    **ident, "b_status_code": response.status_code,
+                    "b_response_body": response.get_data(as_text=True)})
             return response
 
         return wrapper

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, literal, select
+from sqlalchemy import bindparam, func, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -80,10 +80,17 @@ def place_directory(session: Session, company_id: str) -> list[dict]:
 
 # Terminals
 
-def active_terminal_by_pos_key(session: Session, company_id: str, pos_key: str) -> Terminal | None:
-    """The register a request comes from: one lookup on the (company_id, pos_key) unique key."""
-    return session.scalar(select(Terminal).where(
-        Terminal.company_id == company_id, Terminal.pos_key == pos_key, Terminal.state == "ACTIVE"))
+# Built once: it runs on every request that carries X-Loyalty-Pos-Key.
+_ACTIVE_BY_POS_KEY = select(Terminal.id, Terminal.store_id, Terminal.name, Terminal.pos_key).where(
+    Terminal.company_id == bindparam("company_id"), Terminal.pos_key == bindparam("pos_key"),
+    Terminal.state == "ACTIVE")
+
+
+def active_terminal_by_pos_key(session: Session, company_id: str, pos_key: str):
+    """The register a request comes from (id, store_id, name, pos_key), or None: one lookup on
+    the (company_id, pos_key) unique key, without an ORM object."""
+    return session.connection().execute(
+        _ACTIVE_BY_POS_KEY, {"company_id": company_id, "pos_key": pos_key}).first()
 
 
 def get_terminal(session: Session, company_id: str, terminal_id: str, *,
