@@ -20,6 +20,8 @@ from app.services import checkout, holds
 
 blp = Blueprint("checkout", __name__, url_prefix="/v1", description="Checkout at the register")
 CHECKOUT = {"scope": "checkout:write", "idempotency": (8, 100)}
+# Request schemas are given as instances: built once, not per request (with their nested
+# schemas), which is a good part of parsing a receipt.
 
 
 def sent(resource, status: int) -> Response:
@@ -31,7 +33,7 @@ def sent(resource, status: int) -> Response:
 @blp.route("/checkout-sessions")
 class CheckoutSessions(MethodView):
     @blp.operation(**CHECKOUT)
-    @blp.arguments(CreateCheckoutSessionRequest)
+    @blp.arguments(CreateCheckoutSessionRequest())
     @blp.response(201, CheckoutSessionResponse)
     def post(self, body):
         """Open a checkout session: one receipt of the register, one customer."""
@@ -45,7 +47,7 @@ class CheckoutSessions(MethodView):
 @blp.route("/checkout-sessions/<checkout_session_id>/quote")
 class Quote(MethodView):
     @blp.operation(**CHECKOUT)
-    @blp.arguments(CreateQuoteRequest)
+    @blp.arguments(CreateQuoteRequest())
     @blp.response(201, QuoteResponse)
     def post(self, body, checkout_session_id):
         """Price the receipt: per line what bonuses may pay and what it earns; a restricted
@@ -58,7 +60,7 @@ class Quote(MethodView):
 @blp.route("/checkout-sessions/<checkout_session_id>/hold")
 class HoldOfSession(MethodView):
     @blp.operation(**CHECKOUT)
-    @blp.arguments(CreateHoldRequest)
+    @blp.arguments(CreateHoldRequest())
     @blp.response(201, HoldResponse)
     def post(self, body, checkout_session_id):
         """Hold the quote's redemption: available bonuses become reserved until commit,
@@ -68,7 +70,7 @@ class HoldOfSession(MethodView):
                                      now=utcnow()), 201)
 
     @blp.operation(**CHECKOUT)
-    @blp.arguments(ReleaseHoldRequest)
+    @blp.arguments(ReleaseHoldRequest())
     @blp.response(200, HoldResponse)
     def delete(self, body, checkout_session_id):
         """Release the hold (payment cancelled); allowed while the subscription is stopped."""
@@ -79,7 +81,7 @@ class HoldOfSession(MethodView):
 @blp.route("/checkout-sessions/<checkout_session_id>/commit")
 class Commit(MethodView):
     @blp.operation(**CHECKOUT)
-    @blp.arguments(CommitSaleRequest)
+    @blp.arguments(CommitSaleRequest())
     @blp.response(201, SaleResponse)
     def post(self, body, checkout_session_id):
         """Fix the sale: capture the hold, spread it over the lines, write the accrual."""

@@ -17,7 +17,7 @@ blp = Blueprint("sales", __name__, url_prefix="/v1", description="Sales and retu
 @blp.route("/sales/by-external-receipt/<path:external_receipt_id>")
 class SaleByReceipt(MethodView):
     @blp.operation(scope="checkout:write")
-    @blp.arguments(SaleLookupPath, location="path")
+    @blp.arguments(SaleLookupPath(), location="path")
     @blp.response(200, SaleLookupResponse)
     def get(self, path, external_receipt_id):
         """The committed sale of a receipt, with what was printed on it."""
@@ -28,7 +28,7 @@ class SaleByReceipt(MethodView):
 @blp.route("/sales/<sale_id>/returns")
 class SaleReturns(MethodView):
     @blp.operation(**CHECKOUT)
-    @blp.arguments(CreateReturnRequest)
+    @blp.arguments(CreateReturnRequest())
     @blp.response(201, ReturnResponse)
     def post(self, body, sale_id):
         """Return lines of a sale: spent bonuses come back, earned ones are taken back as the

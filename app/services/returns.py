@@ -97,8 +97,9 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
         ledger.post(session, account, type="REDEMPTION_RESTORE", amount=restored, **entry)
     pending_left = 0
     if reversing and sale.accrual_available_at > now:
-        pending_left = execute(session, _PENDING_OF_SALE, {
-            "company": company_id, "customer_id": sale.customer_id, "sale_id": sale_id}).scalar()
+        # int(): PostgreSQL sums bigint as numeric.
+        pending_left = int(execute(session, _PENDING_OF_SALE, {
+            "company": company_id, "customer_id": sale.customer_id, "sale_id": sale_id}).scalar())
     taken = pricing.clawback(sale.clawback_policy, reversing, pending_left, account.available)
     if taken.from_pending:
         ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_pending,

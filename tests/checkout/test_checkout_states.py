@@ -1,7 +1,10 @@
 """Every transition of CONTRACT §5 (session, hold, sale) and every 409 of the flow."""
 from datetime import datetime, timedelta
 
+from sqlalchemy import update
+
 from app.db import utcnow
+from app.models import LedgerEntry, RewardAccount
 from app.services import holds
 from tests.checkout.conftest import line
 from worker.periodic import TASKS
@@ -218,7 +221,7 @@ def test_a_session_expiring_with_a_live_hold_releases_it(register, shop):
     assert shop.account(customer)["available"] == "100.00"
 
 
-def test_accrual_waits_for_the_delay(register, shop, db):
+def test_accrual_waits_for_the_delay(register, shop):
     shop.program(accrual_delay_days=14)
     customer = shop.customer("100.00")
     done = register.checkout(customer, RECEIPT)
@@ -231,10 +234,17 @@ def test_accrual_waits_for_the_delay(register, shop, db):
     assert shop.account(customer) == {"available": "55.00", "pending": "5.25", "reserved": "0.00"}
     assert sale["receiptText"][2].startswith("  spendable from ")
     assert sale["receiptText"][3].endswith(" 55.00")
-    # On first touch after the delay the accrual is spendable.
-    from app.services import ledger
-    account = ledger.lock_account(db, shop.tenant.company_id, customer, utcnow() + timedelta(days=15))
-    assert (account.available, account.pending) == (6025, 0)
+    # Fourteen days on, the next checkout's first touch of the account makes it spendable.
+    shop.arrange(lambda s: (
+        s.execute(update(LedgerEntry).where(LedgerEntry.company_id == shop.tenant.company_id)
+                  .values(available_at=utcnow() - timedelta(seconds=1))),
+        s.execute(update(RewardAccount).where(RewardAccount.company_id == shop.tenant.company_id)
+                  .values(next_maturity_at=utcnow() - timedelta(seconds=1)))))
+    later = register.checkout(customer, [line("1", "10.00")], redeem="1.00")["sale"]
+    # 55.00 + 5.25 matured − 1.00 redeemed; 0.45 earned waits again.
+    assert later["receiptText"][-1].endswith(" 59.25")
+    assert shop.account(customer) == {"available": "59.25", "pending": "0.45", "reserved": "0.00"}
+    assert shop.verify() == []
 
 
 def test_sale_lookup_by_the_registers_receipt_id(register, shop):

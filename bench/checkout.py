@@ -1,0 +1,358 @@
+"""Whole checkouts at the register, from concurrent registers, against gunicorn (4 sync
+workers) + PostgreSQL, beside the raw-SQL floor measured in the same run.
+
+A checkout is: open a session → quote 4 lines → hold → commit; every 10th also returns a
+line. Each register has its own terminal (pos key), cashier and customer; the hot variant
+shares 5 customers among all registers (their account rows are the contended locks).
+
+Reports
+  (a) checkouts/s with 16 and 64 registers without pauses, own and hot customers, beside the
+      floor: the same statements (captured from the app) replayed through bare psycopg2;
+  (b) p50/p99 of each operation with 16 registers pausing 50 ms between steps.
+
+Runs on demand only, bounded in time and count, traffic to 127.0.0.1 only:
+
+    .venv/bin/python bench/checkout.py [--seconds 15] [--registers 16,64] [--pause-ms 50]
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from harness import PEPPER, bench_database, gunicorn  # also puts the repository on sys.path
+from sqlalchemy import select, text
+
+import floor  # noqa: E402  (bench/floor.py)
+from app import create_app  # noqa: E402
+from app.config import Settings  # noqa: E402
+from app.db import utcnow  # noqa: E402
+from app.models import (ApiCredential, Cashier, CatalogItem, Company, Customer,  # noqa: E402
+                        Program, RewardAccount, Store, Subscription, Terminal)
+from app.models.base import new_id  # noqa: E402
+from app.services import cards, companies, credentials, ledger  # noqa: E402
+from app.services.scopes import ALL_SCOPES  # noqa: E402
+
+HOT_CUSTOMERS = 5
+CATALOG_ITEMS = 500
+LINES = [
+    {"lineId": "1", "sku": "SKU-0001", "name": "Milk 3.2%", "quantity": "2", "price": "89.90",
+     "amount": "179.80"},
+    {"lineId": "2", "sku": "SKU-0007", "name": "Cigarettes", "quantity": "1", "price": "210.00",
+     "amount": "210.00"},  # not redeemable
+    {"lineId": "3", "sku": "SKU-0042", "name": "Cheese", "quantity": "0.345", "price": "1290.00",
+     "amount": "445.05"},
+    {"lineId": "4", "sku": "SKU-0100", "name": "Bread", "quantity": "1", "price": "54.99",
+     "amount": "49.99"},
+]
+STEPS = ("open", "quote", "hold", "commit")
+RETURN_EVERY = 10
+
+
+@dataclass
+class Shop:
+    key: str
+    registers: list[floor.Register]
+    hot: list[str]
+    stable: set[str]
+
+
+def seed(url: str, registers: int, extra_customers: int) -> Shop:
+    """One company, a store with its catalog, a register (terminal + cashier + customer with a
+    big balance) per client, the hot customers, and a crowd of other customers."""
+    app = create_app(Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
+                              development=False))
+    session = app.extensions["session_factory"]()
+    now = utcnow()
+    company = companies.create_company(session, "Bench Market", now=now, tariff="standard",
+                                       register_limit=registers + 1, status="ACTIVE")
+    companies.update_subscription(session, company.id, access_until=now.replace(year=now.year + 1))
+    _, key = credentials.issue_credential(session, company.id, "registers", list(ALL_SCOPES),
+                                          pepper=PEPPER, now=now)
+    store = Store(company_id=company.id, name="Bench Market", address="Lenina 1", city="Moscow",
+                  latitude=55.75, longitude=37.61, created_at=now)
+    session.add(store)
+    session.flush()
+    session.execute(CatalogItem.__table__.insert(), [
+        {"company_id": company.id, "store_id": store.id, "sku": f"SKU-{i:04d}", "name": f"Item {i}",
+         "price": 100 + i, "redeemable": i % 7 != 0, "accruable": i % 11 != 0, "updated_at": now}
+        for i in range(CATALOG_ITEMS)])
+
+    def customer(index: int, balance: int) -> str:
+        row = Customer(company_id=company.id, phone=f"+7900{index:07d}", first_name="Bench",
+                       card_number=cards.new_card_number(), card_token=cards.new_card_token(),
+                       created_at=now)
+        session.add(row)
+        session.flush()
+        account = ledger.open_account(session, company.id, row.id, now)
+        ledger.post(session, account, type="ADJUSTMENT", amount=balance, now=now, basis="bench")
+        return row.id
+
+    made = []
+    for i in range(registers):
+        terminal = Terminal(company_id=company.id, store_id=store.id, name=f"Register {i}",
+                            state="ACTIVE", pos_key=f"bench-register-{i}", created_at=now,
+                            updated_at=now)
+        session.add(terminal)
+        session.flush()
+        made.append(floor.Register(terminal.pos_key, terminal.id, customer(i, 10**11),
+                                   f"cashier-{i}"))
+    hot = [customer(registers + i, 10**11) for i in range(HOT_CUSTOMERS)]
+    crowd = [{"company_id": company.id, "id": new_id(), "phone": f"+7901{i:07d}",
+              "first_name": "Crowd", "card_number": cards.new_card_number(),
+              "card_token": cards.new_card_token(), "created_at": now}
+             for i in range(extra_customers)]
+    if crowd:
+        session.execute(Customer.__table__.insert(), crowd)
+        session.execute(RewardAccount.__table__.insert(), [
+            {"company_id": company.id, "customer_id": c["id"], "available": 0, "pending": 0,
+             "reserved": 0, "updated_at": now} for c in crowd])
+    session.commit()
+
+    stable = {store.id}
+    for table in (Company, Terminal, Customer, ApiCredential, Program, Subscription):
+        stable |= set(session.scalars(select(table.id)))
+
+    # One checkout per register through the app in this process: each cashier enters the
+    # catalog now, so the measured runs see known cashiers, as a shop in business does.
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {key}"}
+    for register in made:
+        _checkout_in_process(client, headers, register)
+    stable |= set(session.scalars(select(Cashier.id)))
+    session.execute(text("ANALYZE"))  # a shop in business has statistics: plans as in production
+    session.commit()
+    session.close()
+    shop = Shop(key=key, registers=made, hot=hot, stable=stable)
+    shop.trace = floor.capture(app, headers, made[0], LINES)
+    app.extensions["engine"].dispose()
+    return shop
+
+
+def _checkout_in_process(client, headers, register):
+    def post(path, body):
+        response = client.post(path, json=body, headers={
+            **headers, "Idempotency-Key": uuid.uuid4().hex, "X-Loyalty-Pos-Key": register.pos_key})
+        assert response.status_code == 201, response.get_json()
+        return response.get_json()
+    session = post("/v1/checkout-sessions", {
+        "externalReceiptId": f"WARM-{uuid.uuid4().hex}", "customerId": register.customer_id,
+        "cashier": {"externalId": register.cashier_id, "name": "Cashier"}})
+    post(f"/v1/checkout-sessions/{session['id']}/commit",
+         {"quoteId": post(f"/v1/checkout-sessions/{session['id']}/quote", {"lines": LINES})["id"]})
+
+
+# The registers' side
+
+@dataclass
+class Tally:
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    checkouts: int = 0
+
+    def timer(self, step: str):
+        started = time.perf_counter()
+
+        def done():
+            self.latencies.setdefault(step, []).append((time.perf_counter() - started) * 1000)
+        return done
+
+    def merge(self, other: "Tally") -> None:
+        self.checkouts += other.checkouts
+        for step, values in other.latencies.items():
+            self.latencies.setdefault(step, []).extend(values)
+        for what, count in other.errors.items():
+            self.errors[what] = self.errors.get(what, 0) + count
+
+
+class HttpRegister:
+    def __init__(self, port: int, key: str, register: floor.Register, customers: list[str]):
+        self.port, self.register, self.customers = port, register, customers
+        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                        "X-Loyalty-Pos-Key": register.pos_key}
+        self.connection = None
+
+    def _post(self, tally: Tally, step: str, method: str, path: str, body: dict):
+        done = tally.timer(step)
+        for _ in range(2):  # a sync worker closes after each response: reconnect once
+            if self.connection is None:
+                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            try:
+                self.connection.request(method, path, body=json.dumps(body), headers={
+                    **self.headers, "Idempotency-Key": uuid.uuid4().hex})
+                response = self.connection.getresponse()
+                data = response.read()
+                break
+            except (OSError, http.client.HTTPException):
+                self.connection.close()
+                self.connection = None
+        else:
+            tally.errors[f"{step} connection"] = tally.errors.get(f"{step} connection", 0) + 1
+            return None
+        if response.getheader("Connection", "").lower() == "close":
+            self.connection.close()
+            self.connection = None
+        done()
+        if response.status >= 300:
+            what = f"{step} {response.status}"
+            tally.errors[what] = tally.errors.get(what, 0) + 1
+            return None
+        return json.loads(data)
+
+    def checkout(self, tally: Tally, iteration: int, pause: float) -> None:
+        customer = random.choice(self.customers)
+        session = self._post(tally, "open", "POST", "/v1/checkout-sessions", {
+            "externalReceiptId": f"B-{uuid.uuid4().hex}", "customerId": customer,
+            "cashier": {"externalId": self.register.cashier_id, "name": "Cashier"}})
+        if session is None:
+            return
+        base = f"/v1/checkout-sessions/{session['id']}"
+        time.sleep(pause)
+        quote = self._post(tally, "quote", "POST", f"{base}/quote", {"lines": LINES})
+        if quote is None:
+            return
+        time.sleep(pause)
+        if quote["discount"] != "0.00":
+            if self._post(tally, "hold", "POST", f"{base}/hold", {"quoteId": quote["id"]}) is None:
+                return
+            time.sleep(pause)
+        sale = self._post(tally, "commit", "POST", f"{base}/commit", {"quoteId": quote["id"]})
+        if sale is None:
+            return
+        if iteration % RETURN_EVERY == RETURN_EVERY - 1:
+            time.sleep(pause)
+            self._post(tally, "return", "POST", f"/v1/sales/{sale['id']}/returns",
+                       {"lines": [{"lineId": "1", "quantity": "1"}]})
+        tally.checkouts += 1
+        time.sleep(pause)
+
+
+class FloorRegister:
+    def __init__(self, dsn: str, trace: floor.Trace, stable: set[str], register: floor.Register,
+                 customers: list[str]):
+        self.replayer = floor.Replayer(dsn, trace, stable)
+        self.register, self.customers = register, customers
+
+    def checkout(self, tally: Tally, iteration: int, pause: float) -> None:
+        register = floor.Register(self.register.pos_key, self.register.terminal_id,
+                                  random.choice(self.customers), self.register.cashier_id)
+        steps = STEPS + (("return",) if iteration % RETURN_EVERY == RETURN_EVERY - 1 else ())
+        self.replayer.checkout(register, steps, utcnow(), tally.timer)
+        tally.checkouts += 1
+
+
+def _play(make_register, seconds: float, pause: float, max_checkouts: int, queue) -> None:
+    tally = Tally()
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def run(factory):
+        register, mine = factory(), Tally()
+        iteration = 0
+        while time.monotonic() < stop_at and iteration < max_checkouts:
+            register.checkout(mine, iteration, pause)
+            iteration += 1
+        with lock:
+            tally.merge(mine)
+
+    threads = [threading.Thread(target=run, args=(factory,)) for factory in make_register]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    queue.put(tally)
+
+
+def play(factories: list, seconds: float, pause: float = 0.0, processes: int = 4,
+         max_checkouts: int = 100_000) -> tuple[Tally, float]:
+    """Registers as threads spread over a few processes (so the generator's own interpreter
+    lock does not hold them back), each playing checkouts back to back until time is up."""
+    queue = multiprocessing.Queue()
+    chunks = [factories[i::processes] for i in range(processes) if factories[i::processes]]
+    started = time.perf_counter()
+    workers = [multiprocessing.Process(target=_play, args=(chunk, seconds, pause, max_checkouts,
+                                                           queue)) for chunk in chunks]
+    for worker in workers:
+        worker.start()
+    total = Tally()
+    for _ in workers:
+        total.merge(queue.get())
+    for worker in workers:
+        worker.join()
+    return total, time.perf_counter() - started
+
+
+def percentile(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else 0.0
+
+
+def summary(tally: Tally, elapsed: float) -> dict:
+    return {"checkouts_per_second": round(tally.checkouts / elapsed, 1),
+            "checkouts": tally.checkouts, "errors": tally.errors,
+            "ms": {step: {"p50": round(percentile(v, 50), 2), "p99": round(percentile(v, 99), 2),
+                          "n": len(v)} for step, v in sorted(tally.latencies.items())}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--registers", default="16,64")
+    parser.add_argument("--pause-ms", type=float, default=50)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--processes", type=int, default=4, help="load generator processes")
+    parser.add_argument("--extra-customers", type=int, default=20_000)
+    parser.add_argument("--skip", default="", help="comma-separated: floor,http,hot,paused")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.registers.split(",")]
+    skip = set(filter(None, args.skip.split(",")))
+    report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers}
+
+    with bench_database() as url:
+        shop = seed(url, max(counts), args.extra_customers)
+        report["statements_per_request"] = shop.trace.statements()
+        print(json.dumps({"statements_per_request": report["statements_per_request"]}), flush=True)
+        dsn = url.replace("postgresql+psycopg2://", "postgresql://")
+        with gunicorn(url, workers=args.workers) as port:
+            def http(n, customers_of):
+                return [lambda r=r, c=customers_of(i): HttpRegister(port, shop.key, r, c)
+                        for i, r in enumerate(shop.registers[:n])]
+
+            def raw(n, customers_of):
+                return [lambda r=r, c=customers_of(i): FloorRegister(dsn, shop.trace, shop.stable,
+                                                                     r, c)
+                        for i, r in enumerate(shop.registers[:n])]
+
+            play(http(8, lambda i: [shop.registers[i].customer_id]), seconds=3)  # warm up
+            variants = {"own": lambda i: [shop.registers[i].customer_id],
+                        "hot": lambda i: shop.hot}
+            for variant, customers_of in variants.items():
+                if variant in skip:
+                    continue
+                for n in counts:
+                    for kind, factories in (("floor", raw), ("http", http)):
+                        if kind in skip:
+                            continue
+                        tally, elapsed = play(factories(n, customers_of), args.seconds,
+                                              processes=args.processes)
+                        result = summary(tally, elapsed)
+                        report[f"{variant} {n} {kind}"] = result
+                        print(json.dumps({f"{variant} customers, {n} registers, {kind}": result}),
+                              flush=True)
+            if "paused" not in skip:
+                tally, elapsed = play(http(16, variants["own"]), args.seconds,
+                                      pause=args.pause_ms / 1000, processes=args.processes)
+                report["paused 16 http"] = summary(tally, elapsed)
+                print(json.dumps({"16 registers pausing, http": report["paused 16 http"]}),
+                      flush=True)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

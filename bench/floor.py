@@ -1,0 +1,162 @@
+"""The raw-SQL floor of a checkout: the very statements the app sends, replayed through bare
+psycopg2 connections, without HTTP, Flask or SQLAlchemy.
+
+`capture()` plays one checkout (session → quote → hold → commit → return) through the app in
+this process and records, per request, every statement with its parameters as SQLAlchemy
+hands them to the driver. `replay()` sends them again, one transaction per request, with
+fresh ids, keys and receipt ids, the client's own customer and terminal, and times shifted
+to now, so each replay is a new checkout with the same database work. What the app costs
+beyond this floor is our Python.
+
+Used by bench/checkout.py in the same run; alone: `python bench/floor.py` prints nothing
+useful (it needs the seeded database bench/checkout.py makes).
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import psycopg2
+from sqlalchemy import event
+
+UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+STEPS = ("open", "quote", "hold", "commit", "return")
+
+
+@dataclass
+class Register:
+    """What a register brings to a checkout: its key, terminal and customer."""
+
+    pos_key: str
+    terminal_id: str
+    customer_id: str
+    cashier_id: str
+
+
+@dataclass
+class Trace:
+    steps: dict[str, list[tuple[str, object, bool]]] = field(default_factory=dict)
+    volatile: dict[str, str] = field(default_factory=dict)  # captured value → its kind
+    register: Register | None = None
+    captured_at: datetime | None = None
+
+    def statements(self) -> dict[str, int]:
+        return {step: len(statements) for step, statements in self.steps.items()}
+
+
+def capture(app, headers: dict, register: Register, lines: list[dict]) -> Trace:
+    """One checkout through the app in this process, every statement recorded per request."""
+    from app.db import utcnow
+
+    client = app.test_client()
+    trace = Trace(register=register, captured_at=utcnow())
+    current: list = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        current.append((statement, parameters, executemany))
+
+    def call(step: str, method: str, path: str, body: dict) -> dict:
+        key = uuid.uuid4().hex
+        trace.volatile[key] = "key"
+        current.clear()
+        response = client.open(path, method=method, json=body, headers={
+            **headers, "Idempotency-Key": key, "X-Loyalty-Pos-Key": register.pos_key})
+        assert response.status_code < 300, (step, response.status_code, response.get_json())
+        trace.steps[step] = list(current)
+        return response.get_json()
+
+    engine = app.extensions["engine"]
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        receipt = f"FLOOR-{uuid.uuid4().hex}"
+        trace.volatile[receipt] = "receipt"
+        session = call("open", "POST", "/v1/checkout-sessions", {
+            "externalReceiptId": receipt, "customerId": register.customer_id,
+            "cashier": {"externalId": register.cashier_id, "name": "Cashier"}})
+        quote = call("quote", "POST", f"/v1/checkout-sessions/{session['id']}/quote",
+                     {"lines": lines})
+        call("hold", "POST", f"/v1/checkout-sessions/{session['id']}/hold", {"quoteId": quote["id"]})
+        sale = call("commit", "POST", f"/v1/checkout-sessions/{session['id']}/commit",
+                    {"quoteId": quote["id"]})
+        call("return", "POST", f"/v1/sales/{sale['id']}/returns",
+             {"lines": [{"lineId": lines[0]["lineId"], "quantity": "1"}]})
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    return trace
+
+
+class Replayer:
+    """Replays a trace on one connection; each call to `checkout` is a fresh checkout."""
+
+    def __init__(self, database_dsn: str, trace: Trace, stable: set[str]):
+        self.connection = psycopg2.connect(database_dsn)
+        self.trace = trace
+        # Ids the capture made (session, quote, hold, sale, entries, events...): every replay
+        # makes its own. Ids that existed before (company, key, store...) stay.
+        self.made = sorted({value for statements in trace.steps.values()
+                            for _, parameters, _ in statements for value in _flat(parameters)
+                            if isinstance(value, str) and UUID.match(value)
+                            and value not in stable})
+
+    def _fresh(self, register: Register) -> dict:
+        mine = self.trace.register
+        fresh = {mine.customer_id: register.customer_id, mine.terminal_id: register.terminal_id,
+                 mine.pos_key: register.pos_key}
+        for value, kind in self.trace.volatile.items():
+            fresh[value] = uuid.uuid4().hex if kind == "key" else f"FLOOR-{uuid.uuid4().hex}"
+        for value in self.made:
+            fresh.setdefault(value, str(uuid.uuid4()))
+        return fresh
+
+    def _value(self, value, fresh: dict, shift: timedelta):
+        if isinstance(value, str):
+            if value in fresh:
+                return fresh[value]
+            if len(value) > 40 and ("{" in value or "[" in value):  # JSON carrying ids
+                for old, new in fresh.items():
+                    if old in value:
+                        value = value.replace(old, new)
+            return value
+        if isinstance(value, datetime):
+            return value + shift
+        return value
+
+    def _params(self, parameters, fresh, shift):
+        if isinstance(parameters, dict):
+            return {name: self._value(value, fresh, shift) for name, value in parameters.items()}
+        if isinstance(parameters, (list, tuple)):
+            return [self._params(p, fresh, shift) if isinstance(p, (dict, list, tuple))
+                    else self._value(p, fresh, shift) for p in parameters]
+        return parameters
+
+    def checkout(self, register: Register, steps, now: datetime, on_step) -> None:
+        """One checkout of `steps` for `register`; `on_step(step)` is called as each step
+        starts and returns a callable to call when it is done (the caller's timer)."""
+        fresh = self._fresh(register)
+        shift = now - self.trace.captured_at
+        for step in steps:
+            done = on_step(step)
+            with self.connection.cursor() as cursor:
+                for statement, parameters, many in self.trace.steps[step]:
+                    params = self._params(parameters, fresh, shift)
+                    if many and isinstance(params, list):  # a batch of "insertmanyvalues"
+                        cursor.executemany(statement, params)  # arrives as one dict
+                    else:
+                        cursor.execute(statement, params)
+                        if cursor.description is not None:
+                            cursor.fetchall()
+            self.connection.commit()
+            done()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _flat(parameters):
+    if isinstance(parameters, dict):
+        yield from parameters.values()
+    elif isinstance(parameters, (list, tuple)):
+        for item in parameters:
+            yield from _flat(item) if isinstance(item, (dict, list, tuple)) else (item,)
