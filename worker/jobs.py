@@ -12,7 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.delivery_queue import DISPATCH_JOB, enqueue_deliveries, enqueue_delivery_in, queue
+from app.delivery_queue import enqueue_deliveries, enqueue_delivery_in, enqueue_dispatch
 from app.services import webhooks
 from app.services.webhook_transport import DeliveryOutcome, post_event, retry_delays
 from worker.context import job_session, worker_app
@@ -87,8 +87,7 @@ def sweep_outbox(session: Session, now: datetime) -> int:
         return 0
     events = webhooks.undispatched_events(session, older_than=now - EVENT_SWEEP_AGE, limit=SWEEP_BATCH)
     overdue = webhooks.overdue_deliveries(session, due_before=now - DELIVERY_SWEEP_AGE, limit=SWEEP_BATCH)
-    target = queue(settings.redis_url, settings.rq_queue)
     for start in range(0, len(events), DISPATCH_CHUNK):
-        target.enqueue(DISPATCH_JOB, events[start:start + DISPATCH_CHUNK])
+        enqueue_dispatch(settings, events[start:start + DISPATCH_CHUNK])
     enqueue_deliveries(settings, overdue)
     return len(events) + len(overdue)
