@@ -102,7 +102,7 @@ def authenticate(session: Session, key: str, *, pepper: str, now: datetime) -> K
     if not keys.is_well_formed(key):
         return None
     digest = keys.key_digest(pepper, key)
-    row = session.execute(_BY_DIGEST, {"digest": digest}).first()
+    row = session.connection().execute(_BY_DIGEST, {"digest": digest}).first()
     if row is None or row.revoked_at is not None:
         return None
     if row.key_digest != digest and not (row.previous_valid_until and now < row.previous_valid_until):
