@@ -5,8 +5,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.models import Store, Terminal
-from app.services import companies, credentials
+from app.services import companies, credentials, locations
 from app.services.scopes import ALL_SCOPES
 
 
@@ -14,13 +13,12 @@ def create_demo(session: Session, *, pepper: str, now: datetime) -> str:
     company = companies.create_company(session, "Demo Coffee", now=now, tariff="standard",
                                        register_limit=5, status="ACTIVE")
     companies.update_subscription(session, company.id, access_until=now + timedelta(days=365))
-    store = Store(company_id=company.id, name="Demo Coffee on Tverskaya",
-                  address="Tverskaya st. 7", city="Moscow", latitude=55.7577, longitude=37.6136,
-                  channels="MINIAPP", timezone="Europe/Moscow", active=True, created_at=now)
-    session.add(store)
-    session.flush()
-    session.add(Terminal(company_id=company.id, store_id=store.id, name="Register 1",
-                         state="ACTIVE", pos_key="demo-register-1", created_at=now, updated_at=now))
+    store = locations.create_store(session, company.id, name="Demo Coffee on Tverskaya",
+                                   address="Tverskaya st. 7", city="Moscow", latitude=55.7577,
+                                   longitude=37.6136, channels=[locations.MINIAPP],
+                                   timezone="Europe/Moscow", now=now)
+    locations.create_terminal(session, company.id, store_id=store.id, name="Register 1",
+                              pos_key="demo-register-1", now=now)
     _, key = credentials.issue_credential(session, company.id, "Demo key", list(ALL_SCOPES),
                                           pepper=pepper, now=now)
     return key

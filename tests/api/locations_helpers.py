@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 
 _numbers = itertools.count(1)
 
@@ -30,3 +31,24 @@ def create_terminal(client, tenant, store_id: str, **overrides) -> dict:
 def validation_locs(response) -> list:
     assert response.status_code == 422, response.get_json()
     return [item["loc"] for item in response.get_json()["detail"]]
+
+
+def run_together(calls: list) -> list:
+    """Each call in a thread of its own, all released at once; what each returned, or the
+    exception it raised."""
+    barrier = threading.Barrier(len(calls))
+    results: list = [None] * len(calls)
+
+    def run(index, call):
+        barrier.wait()
+        try:
+            results[index] = call()
+        except Exception as error:  # returned for the test to assert on
+            results[index] = error
+
+    threads = [threading.Thread(target=run, args=item) for item in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results

@@ -2,13 +2,12 @@
 the subscription's registerLimit, even when registers are created at the same moment."""
 from __future__ import annotations
 
-import threading
-
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from app.models import Terminal
-from tests.api.locations_helpers import create_store, create_terminal, validation_locs
+from tests.api.locations_helpers import (create_store, create_terminal, run_together,
+                                        validation_locs)
 from tests.conftest import make_tenant
 
 
@@ -225,20 +224,7 @@ def test_terminal_paging_bounds(client, tenant, query, loc):
 
 def _in_threads(app, count: int, call) -> list:
     """`call(client, index)` from `count` threads released together; their responses."""
-    barrier = threading.Barrier(count)
-    results: list = [None] * count
-
-    def run(index):
-        client = app.test_client()
-        barrier.wait()
-        results[index] = call(client, index)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    return run_together([lambda i=i: call(app.test_client(), i) for i in range(count)])
 
 
 @pytest.mark.postgres
@@ -288,3 +274,61 @@ def test_concurrent_creations_with_one_pos_key_make_one_terminal(app, client):
 
     assert sorted(r.status_code for r in responses) == [201] + [409] * 7
     assert {r.get_json()["code"] for r in responses if r.status_code == 409} == {"pos_key_in_use"}
+
+
+def _with_pos_key(client, tenant, pos_key, key=None):
+    return client.get("/v1/stores", headers=tenant.headers(key=key, **{"X-Loyalty-Pos-Key": pos_key}))
+
+
+def _terminal_inactive(response):
+    assert response.status_code == 403, response.get_json()
+    assert response.get_json()["code"] == "terminal_inactive"
+
+
+def test_pos_key_must_name_an_active_terminal_of_the_company(client, tenant, other_tenant, store):
+    terminal = create_terminal(client, tenant, store["id"], posKey="front-1")
+    create_terminal(client, other_tenant, create_store(client, other_tenant)["id"], posKey="theirs-1")
+
+    assert _with_pos_key(client, tenant, "front-1").status_code == 200
+    _terminal_inactive(_with_pos_key(client, tenant, "no-such-register"))
+    _terminal_inactive(_with_pos_key(client, tenant, "theirs-1"))
+    _terminal_inactive(_with_pos_key(client, tenant, "FRONT-1"))
+
+    assert _patch(client, tenant, terminal["id"], state="DISABLED").status_code == 200
+    _terminal_inactive(_with_pos_key(client, tenant, "front-1"))
+    assert _patch(client, tenant, terminal["id"], state="ACTIVE").status_code == 200
+    assert _with_pos_key(client, tenant, "front-1").status_code == 200
+
+
+def test_pos_key_length_is_checked_as_a_header(client, tenant, store):
+    create_terminal(client, tenant, store["id"], posKey="k" * 128)
+    assert _with_pos_key(client, tenant, "k" * 128).status_code == 200
+    assert validation_locs(_with_pos_key(client, tenant, "k" * 129)) == [["header", "X-Loyalty-Pos-Key"]]
+
+
+def test_the_key_and_scope_are_checked_before_the_pos_key(client, tenant):
+    anonymous = client.get("/v1/stores", headers={"X-Loyalty-Pos-Key": "nope"})
+    assert anonymous.status_code == 401
+    narrow = tenant.key_with("company:read")
+    refused = _with_pos_key(client, tenant, "nope", key=narrow)
+    assert refused.status_code == 403 and refused.get_json()["code"] == "insufficient_scope"
+
+
+def test_the_pos_key_costs_one_indexed_lookup(app, client, tenant, store):
+    create_terminal(client, tenant, store["id"], posKey="front-1")
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement)
+
+    engine = app.extensions["engine"]
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        assert client.get("/v1/place-directory", headers=tenant.headers(
+            **{"X-Loyalty-Pos-Key": "front-1"})).status_code == 200
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+    lookups = [s for s in seen if "FROM terminals" in s]
+    assert len(lookups) == 1
+    assert "terminals.company_id =" in lookups[0] and "terminals.pos_key =" in lookups[0]
