@@ -44,7 +44,8 @@ def enqueue_deliveries(settings: Settings, ids: list[tuple[str, str]]) -> None:
                          for company_id, delivery_id in ids])
 
 
-def enqueue_delivery_in(settings: Settings, company_id: str, delivery_id: str, seconds: float) -> None:
+def enqueue_delivery_in(settings: Settings, company_id: str, delivery_id: str,
+                        seconds: float) -> None:
     """The next attempt, handed to the worker's scheduler."""
     queue(settings.redis_url, settings.rq_queue).enqueue_in(
         timedelta(seconds=seconds), DELIVER_JOB, company_id, delivery_id,

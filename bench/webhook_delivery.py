@@ -36,7 +36,7 @@ from app.config import Settings  # noqa: E402
 from app.db import utcnow  # noqa: E402
 from app.delivery_queue import enqueue_deliveries  # noqa: E402
 from app.models import WebhookDelivery  # noqa: E402
-from app.services import companies, webhooks  # noqa: E402
+from app.services import companies, webhook_delivery, webhooks  # noqa: E402
 from app.services.events import record_event  # noqa: E402
 from worker.__main__ import periodic_lock_key  # noqa: E402
 
@@ -83,7 +83,8 @@ def seed(database_url: str, receiver_port: int, count: int, queue_name: str) -> 
             "balance": {"available": "0.00", "pending": "0.00", "reserved": "0.00"}}
     events = [record_event(session, company.id, "customer.created", data) for _ in range(count)]
     session.flush()
-    deliveries = webhooks.dispatch_events(session, [(e.company_id, e.id) for e in events], now=now)
+    ids = [(e.company_id, e.id) for e in events]
+    deliveries = webhook_delivery.dispatch_events(session, ids, now=now)
     session.commit()
     session.close()
     enqueue_deliveries(settings, deliveries)
@@ -94,8 +95,8 @@ def worker_command(kind: str) -> list[str]:
     if kind == "entry":
         return [sys.executable, "-m", "worker"]
     worker_class = {"simple": "SimpleWorker", "fork": "Worker"}[kind]
-    return [sys.executable, "-c", f"from rq import {worker_class}; from worker.__main__ import main; "
-            f"main({worker_class})"]
+    entry = f"from rq import {worker_class}; from worker.__main__ import main; main({worker_class})"
+    return [sys.executable, "-c", entry]
 
 
 def measure(database_url: str, count: int, kind: str, timeout: float) -> dict:
@@ -105,14 +106,15 @@ def measure(database_url: str, count: int, kind: str, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     with session_factory() as session:
         while True:
-            delivered = session.scalar(select(func.count()).where(WebhookDelivery.state == "DELIVERED"))
+            delivered = session.scalar(select(func.count())
+                                       .where(WebhookDelivery.state == "DELIVERED"))
             session.rollback()
             if delivered >= count or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         first, last = session.execute(select(func.min(WebhookDelivery.delivered_at),
                                              func.max(WebhookDelivery.delivered_at))).one()
-        states = webhooks.delivery_counts(session)
+        states = webhook_delivery.delivery_counts(session)
     app.extensions["engine"].dispose()
     seconds = (last - first).total_seconds() if first and last else float("nan")
     return {"worker": kind, "deliveries": count, "delivered": delivered, "states": states,
@@ -129,13 +131,15 @@ def main() -> None:
 
     ca = trustme.CA()
     files = tempfile.mkdtemp(prefix="webhook-bench-")
-    ca_file, cert_file, key_file = (str(Path(files) / name) for name in ("ca.pem", "cert.pem", "key.pem"))
+    ca_file, cert_file, key_file = (str(Path(files) / name)
+                                    for name in ("ca.pem", "cert.pem", "key.pem"))
     ca.cert_pem.write_to_path(ca_file)
     issued = ca.issue_cert("127.0.0.1")
     issued.cert_chain_pems[0].write_to_path(cert_file)
     issued.private_key_pem.write_to_path(key_file)
     receiving, sending = multiprocessing.Pipe()
-    receiver = multiprocessing.Process(target=_serve, args=(cert_file, key_file, sending), daemon=True)
+    receiver = multiprocessing.Process(target=_serve, args=(cert_file, key_file, sending),
+                                       daemon=True)
     receiver.start()
     port = receiving.recv()
 
@@ -144,8 +148,9 @@ def main() -> None:
     try:
         with bench_database() as url:
             seed(url, port, args.deliveries, queue_name)
-            env = environment(url, REDIS_URL=REDIS_URL, RQ_QUEUE=queue_name, WEBHOOK_CA_BUNDLE=ca_file,
-                              WEBHOOK_ALLOW_PRIVATE_ADDRESSES="1", WEBHOOK_RETRY_SCHEDULE=SCHEDULE)
+            env = environment(url, REDIS_URL=REDIS_URL, RQ_QUEUE=queue_name,
+                              WEBHOOK_CA_BUNDLE=ca_file, WEBHOOK_ALLOW_PRIVATE_ADDRESSES="1",
+                              WEBHOOK_RETRY_SCHEDULE=SCHEDULE)
             worker = subprocess.Popen(worker_command(args.worker), cwd=ROOT, env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       start_new_session=True)

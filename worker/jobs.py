@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.delivery_queue import enqueue_deliveries, enqueue_delivery_in, enqueue_dispatch
-from app.services import webhooks
+from app.services import webhook_delivery
 from app.services.webhook_transport import DeliveryOutcome, post_event, retry_delays
 from worker.context import job_session, worker_app
 
@@ -29,7 +29,8 @@ _ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 def dispatch_events(ids: list[tuple[str, str]]) -> int:
     app = worker_app()
     with job_session(app) as session:
-        deliveries = webhooks.dispatch_events(session, [tuple(i) for i in ids], now=utcnow())
+        deliveries = webhook_delivery.dispatch_events(session, [tuple(i) for i in ids],
+                                                      now=utcnow())
     enqueue_deliveries(app.config["SETTINGS"], deliveries)
     return len(deliveries)
 
@@ -51,19 +52,20 @@ def deliver(company_id: str, delivery_id: str) -> str:
     settings = app.config["SETTINGS"]
     delays = _delays(settings.webhook_retry_schedule)  # a malformed setting fails before sending
     with _delivery_session(app) as session:
-        attempt = webhooks.begin_attempt(session, company_id, delivery_id, now=utcnow(),
+        attempt = webhook_delivery.begin_attempt(session, company_id, delivery_id, now=utcnow(),
                                          pepper=settings.api_key_pepper)
     if attempt is None:
         return "not due"
     if attempt.refusal:
         outcome = DeliveryOutcome(status=None, retry_after=None, error=attempt.refusal)
     else:
-        outcome = post_event(attempt.url, attempt.body, webhooks.attempt_headers(attempt, int(time.time())),
-                             timeout=webhooks.DELIVERY_TIMEOUT,
+        headers = webhook_delivery.attempt_headers(attempt, int(time.time()))
+        outcome = post_event(attempt.url, attempt.body, headers,
+                             timeout=webhook_delivery.DELIVERY_TIMEOUT,
                              allow_private=settings.webhook_allow_private_addresses,
                              ca_bundle=settings.webhook_ca_bundle)
     with _delivery_session(app) as session:
-        retry_in = webhooks.finish_attempt(session, attempt, outcome, now=utcnow(),
+        retry_in = webhook_delivery.finish_attempt(session, attempt, outcome, now=utcnow(),
                                            delays=delays)
     if retry_in is not None:
         enqueue_delivery_in(settings, company_id, delivery_id, retry_in)
@@ -85,8 +87,10 @@ def sweep_outbox(session: Session, now: datetime) -> int:
     settings = _app().config["SETTINGS"]
     if not settings.redis_url:
         return 0
-    events = webhooks.undispatched_events(session, older_than=now - EVENT_SWEEP_AGE, limit=SWEEP_BATCH)
-    overdue = webhooks.overdue_deliveries(session, due_before=now - DELIVERY_SWEEP_AGE, limit=SWEEP_BATCH)
+    events = webhook_delivery.undispatched_events(session, older_than=now - EVENT_SWEEP_AGE,
+                                                  limit=SWEEP_BATCH)
+    overdue = webhook_delivery.overdue_deliveries(session, due_before=now - DELIVERY_SWEEP_AGE,
+                                                  limit=SWEEP_BATCH)
     for start in range(0, len(events), DISPATCH_CHUNK):
         enqueue_dispatch(settings, events[start:start + DISPATCH_CHUNK])
     enqueue_deliveries(settings, overdue)

@@ -40,8 +40,8 @@ class WebhookEndpointResponse(Schema):
 
 
 class IssuedWebhookEndpointResponse(WebhookEndpointResponse):
-    secret = ma.fields.String(required=True,
-                              metadata={"description": "whsec_… signing secret; shown once, never again"})
+    secret = ma.fields.String(required=True, metadata={
+        "description": "whsec_… signing secret; shown once, never again"})
 
 
 class WebhookEndpointListResponse(Schema):

@@ -8,7 +8,7 @@ from flask.cli import AppGroup
 from app.cli.session import operator_session
 from app.db import utcnow
 from app.delivery_queue import enqueue_deliveries
-from app.services import webhooks
+from app.services import webhook_delivery, webhooks
 from app.services.errors import NotFound
 
 webhooks_cli = AppGroup("webhooks", help="Webhook hosts and dead letters.")
@@ -57,7 +57,7 @@ def dead_letters(company_id, limit):
     """Dead deliveries, newest event first: event id, type, company, endpoint, url, attempts,
     last status, last error."""
     with operator_session() as session:
-        rows = webhooks.dead_letters(session, company_id=company_id, limit=limit)
+        rows = webhook_delivery.dead_letters(session, company_id=company_id, limit=limit)
     for d in rows:
         click.echo("\t".join([d.event_id, d.event_type, d.company_id, d.endpoint_id, d.url,
                               str(d.attempts), str(d.last_status or "-"), d.last_error or ""]))
@@ -70,7 +70,7 @@ def replay(event_id):
     """Send EVENT_ID's dead deliveries again, each with a fresh retry schedule."""
     with operator_session() as session:
         try:
-            revived, skipped = webhooks.replay_event(session, event_id, now=utcnow())
+            revived, skipped = webhook_delivery.replay_event(session, event_id, now=utcnow())
         except NotFound:
             raise click.ClickException(f"event {event_id} has no dead deliveries") from None
     # After the commit: the job must find the delivery PENDING. Without Redis the sweep sends it.

@@ -231,8 +231,8 @@ def hits_at(receiver, path: str) -> list:
 # Events for the tests of delivery itself, recorded as the operations record them (the test
 # above drives the operations); Cyrillic included: what is signed must be the stored bytes.
 SAMPLE_DATA = {
-    "customer.created": {"id": "c-1", "phone": "+79123456789", "firstName": "Иван", "lastName": None,
-                         "createdAt": "2024-05-01T10:00:00.000Z",
+    "customer.created": {"id": "c-1", "phone": "+79123456789", "firstName": "Иван",
+                         "lastName": None, "createdAt": "2024-05-01T10:00:00.000Z",
                          "balance": {"available": "0.00", "pending": "0.00", "reserved": "0.00"}},
     "reward.adjusted": {"id": "a-1", "customerId": "c-1", "amount": "150.00", "basis": "подарок",
                         "balance": {"available": "150.00", "pending": "0.00", "reserved": "0.00"},
@@ -240,7 +240,8 @@ SAMPLE_DATA = {
     "sale.committed": {"id": "sale-1", "checkoutSessionId": "s-1", "externalReceiptId": "R-1",
                        "customerId": "c-1", "state": "COMMITTED", "totalAmount": "300.00",
                        "redeemed": "20.50", "accrued": "13.97", "lines": [],
-                       "receiptText": ["Списано: 20.50"], "committedAt": "2024-05-01T10:02:00.000Z"},
+                       "receiptText": ["Списано: 20.50"],
+                       "committedAt": "2024-05-01T10:02:00.000Z"},
     "catalog.synced": {"id": "sync-1", "storeId": "st-1", "received": 2, "created": 2, "updated": 0,
                        "removed": 0, "unchanged": 0, "syncedAt": "2024-05-01T09:00:00.000Z"},
     "otp.code_issued": {"challengeId": "otp-1", "phone": "+79123456789", "code": "012345",
@@ -270,17 +271,21 @@ class Integrator:
 def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, receiver, workers):
     operator(app, "webhooks", "allow-host", "127.0.0.1")
     _, everything_secret = register(client, tenant, receiver.url("/ok"))
-    _, sales_secret = register(client, tenant, receiver.url("/target"), ["sale.committed", "otp.code_issued"])
+    _, sales_secret = register(client, tenant, receiver.url("/target"),
+                               ["sale.committed", "otp.code_issued"])
     worker = workers.running()
     api = Integrator(client, tenant)
 
     # Every event comes from the operation that emits it, through the API.
-    customer = api.call("POST", "/v1/customers", {"phone": "8 (912) 345-67-89", "firstName": "Иван"})
-    challenge = api.call("POST", "/v1/otp-challenges", {"phone": "+79001112233", "purpose": "ENROLLMENT"})
+    customer = api.call("POST", "/v1/customers",
+                        {"phone": "8 (912) 345-67-89", "firstName": "Иван"})
+    challenge = api.call("POST", "/v1/otp-challenges",
+                         {"phone": "+79001112233", "purpose": "ENROLLMENT"})
     adjustment = api.call("POST", f"/v1/customers/{customer['id']}/reward-adjustments",
                           {"amount": "500.00", "basis": "подарок"})
-    store = api.call("POST", "/v1/stores", {"name": "Угловой", "address": "Ленина 1", "city": "Москва",
-                                             "latitude": 55.75, "longitude": 37.61})
+    store = api.call("POST", "/v1/stores", {"name": "Угловой", "address": "Ленина 1",
+                                             "city": "Москва", "latitude": 55.75,
+                                             "longitude": 37.61})
     terminal = api.call("POST", "/v1/terminals", {"storeId": store["id"], "name": "Register 1"})
     sync = api.call("POST", "/v1/catalog-syncs", {"storeId": store["id"], "items": [
         {"sku": "milk", "name": "Молоко", "price": "300.00"}]})
@@ -288,8 +293,8 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
 
     def checkout_session(receipt: str) -> tuple[str, str]:
         opened = api.call("POST", "/v1/checkout-sessions", {
-            "externalReceiptId": receipt, "customerId": customer["id"], "terminalId": terminal["id"],
-            "cashier": {"externalId": "7", "name": "Мария"}})
+            "externalReceiptId": receipt, "customerId": customer["id"],
+            "terminalId": terminal["id"], "cashier": {"externalId": "7", "name": "Мария"}})
         quote = api.call("POST", f"/v1/checkout-sessions/{opened['id']}/quote", {"lines": lines})
         return opened["id"], quote["id"]
 
@@ -299,16 +304,19 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
     api.call("DELETE", hold_path, {"reason": "cancelled"}, expect=200)
     api.call("POST", hold_path, {"quoteId": quote_id})
     sale = api.call("POST", f"/v1/checkout-sessions/{session_id}/commit", {"quoteId": quote_id})
-    returned = api.call("POST", f"/v1/sales/{sale['id']}/returns", {"lines": [{"lineId": "1", "quantity": "1"}]})
+    returned = api.call("POST", f"/v1/sales/{sale['id']}/returns",
+                        {"lines": [{"lineId": "1", "quantity": "1"}]})
     # A hold left to run out is expired by the worker's upkeep, which emits the event.
     expiring_id, expiring_quote = checkout_session("R-2")
-    expiring = api.call("POST", f"/v1/checkout-sessions/{expiring_id}/hold", {"quoteId": expiring_quote})
-    run_sql(app, update(Hold).where(Hold.id == expiring["id"]).values(expires_at=utcnow() - timedelta(seconds=1)))
+    expiring = api.call("POST", f"/v1/checkout-sessions/{expiring_id}/hold",
+                        {"quoteId": expiring_quote})
+    run_sql(app, update(Hold).where(Hold.id == expiring["id"])
+            .values(expires_at=utcnow() - timedelta(seconds=1)))
     workers.run_upkeep()
 
-    expected = {"customer.created": 1, "otp.code_issued": 1, "reward.adjusted": 1, "catalog.synced": 1,
-                "checkout.hold.created": 3, "checkout.hold.released": 1, "checkout.hold.expired": 1,
-                "sale.committed": 1, "sale.returned": 1}
+    expected = {"customer.created": 1, "otp.code_issued": 1, "reward.adjusted": 1,
+                "catalog.synced": 1, "checkout.hold.created": 3, "checkout.hold.released": 1,
+                "checkout.hold.expired": 1, "sale.committed": 1, "sale.returned": 1}
     assert set(expected) == set(EVENT_TYPES)
     eventually(lambda: len(hits_at(receiver, "/ok")) == sum(expected.values())
                and len(hits_at(receiver, "/target")) == 2, "every event delivered", [worker])
@@ -322,7 +330,8 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
             assert body["timestamp"].endswith("Z")
             received.setdefault(path, []).append(body)
     assert Counter(body["type"] for body in received["/ok"]) == expected
-    assert sorted(body["type"] for body in received["/target"]) == ["otp.code_issued", "sale.committed"]
+    assert sorted(body["type"] for body in received["/target"]) == [
+        "otp.code_issued", "sale.committed"]
     data = {body["type"]: body["data"] for body in received["/ok"]}
     assert data["customer.created"]["id"] == customer["id"]
     assert data["customer.created"]["firstName"] == "Иван"
@@ -338,10 +347,12 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
     with pytest.raises(WebhookVerificationError):
         verified(sales_secret, hits_at(receiver, "/ok")[0])
     eventually(lambda: {(d.state, d.attempts) for d in deliveries(app)} == {("DELIVERED", 1)}
-               and len(deliveries(app)) == sum(expected.values()) + 2, "all recorded DELIVERED", [worker])
+               and len(deliveries(app)) == sum(expected.values()) + 2,
+               "all recorded DELIVERED", [worker])
 
 
-def test_failures_are_retried_then_dead_lettered_and_replayed(app, client, tenant, receiver, workers):
+def test_failures_are_retried_then_dead_lettered_and_replayed(app, client, tenant, receiver,
+                                                               workers):
     """A 500 and a 3xx both fail; the redirect is never followed. After the schedule's three
     attempts the deliveries are dead letters; replay sends them again, same webhook-id."""
     operator(app, "webhooks", "allow-host", "127.0.0.1")
@@ -350,10 +361,12 @@ def test_failures_are_retried_then_dead_lettered_and_replayed(app, client, tenan
     receiver.answer("/flaky", 500)
     worker = workers.running()
 
-    event_id = commit_event(app, tenant.company_id, "reward.adjusted", SAMPLE_DATA["reward.adjusted"])
+    event_id = commit_event(app, tenant.company_id, "reward.adjusted",
+                            SAMPLE_DATA["reward.adjusted"])
 
     eventually(lambda: delivery_in(app, "DEAD", endpoint_id=failing_id)
-               and delivery_in(app, "DEAD", endpoint_id=redirect_id), "both dead-lettered", [worker])
+               and delivery_in(app, "DEAD", endpoint_id=redirect_id),
+               "both dead-lettered", [worker])
     for endpoint_id, path, secret, status in ((failing_id, "/flaky", failing_secret, 500),
                                               (redirect_id, "/redirect", redirect_secret, 302)):
         [dead] = deliveries(app, endpoint_id=endpoint_id)
@@ -390,7 +403,8 @@ def test_410_disables_the_endpoint(app, client, tenant, receiver, workers):
     _, ok_secret = register(client, tenant, receiver.url("/ok"))
     worker = workers.running()
 
-    first = commit_event(app, tenant.company_id, "customer.created", SAMPLE_DATA["customer.created"])
+    first = commit_event(app, tenant.company_id, "customer.created",
+                         SAMPLE_DATA["customer.created"])
     eventually(lambda: delivery_in(app, "DEAD", endpoint_id=gone_id), "410 dead-lettered", [worker])
 
     [dead] = deliveries(app, endpoint_id=gone_id)
@@ -399,10 +413,13 @@ def test_410_disables_the_endpoint(app, client, tenant, receiver, workers):
               .get_json()["items"]}
     assert listed[gone_id]["state"] == "DISABLED" and listed[gone_id]["disabledAt"].endswith("Z")
 
-    second = commit_event(app, tenant.company_id, "customer.created", SAMPLE_DATA["customer.created"])
-    eventually(lambda: len(hits_at(receiver, "/ok")) == 2, "later event to the live endpoint", [worker])
-    assert [verified(ok_secret, hit) and hit.headers["webhook-id"] for hit in hits_at(receiver, "/ok")] == [
-        first, second]
+    second = commit_event(app, tenant.company_id, "customer.created",
+                          SAMPLE_DATA["customer.created"])
+    eventually(lambda: len(hits_at(receiver, "/ok")) == 2, "the later event, to the live endpoint",
+               [worker])
+    ok_hits = hits_at(receiver, "/ok")
+    assert all(verified(ok_secret, hit) for hit in ok_hits)
+    assert [hit.headers["webhook-id"] for hit in ok_hits] == [first, second]
     assert len(hits_at(receiver, "/gone")) == 1
     assert len(deliveries(app, endpoint_id=gone_id)) == 1
     # Replay leaves it alone: the receiver said the endpoint is gone.
@@ -481,26 +498,29 @@ def test_rolled_back_transaction_sends_nothing(app, client, tenant, receiver, wo
     [hit] = eventually(lambda: hits_at(receiver, "/ok"), "the committed event", [worker])
     assert verified(secret, hit)["data"] == {"id": "committed"}
     with app.extensions["session_factory"]() as session:
-        assert [json.loads(p)["data"]["id"] for p in session.scalars(select(OutboxEvent.payload))] == [
-            "committed"]
+        payloads = session.scalars(select(OutboxEvent.payload))
+        assert [json.loads(payload)["data"]["id"] for payload in payloads] == ["committed"]
     assert len(receiver.hits) == 1
 
 
-def test_private_address_is_refused_at_delivery_unless_allowed(app, client, tenant, receiver, workers):
+def test_private_address_is_refused_at_delivery_unless_allowed(app, client, tenant, receiver,
+                                                               workers):
     """`localhost` is an allowed host, but it resolves to 127.0.0.1: without the setting the
     connection is refused before any request; with it, the replay gets through."""
     operator(app, "webhooks", "allow-host", "localhost")
     _, secret = register(client, tenant, receiver.url("/ok", host="localhost"))
     strict = workers.running(allow_private=False)
-    event_id = commit_event(app, tenant.company_id, "otp.code_issued", SAMPLE_DATA["otp.code_issued"])
+    event_id = commit_event(app, tenant.company_id, "otp.code_issued",
+                            SAMPLE_DATA["otp.code_issued"])
 
     dead = eventually(lambda: delivery_in(app, "DEAD"), "refused to the end", [strict])
-    assert (dead.attempts, dead.last_status, dead.last_error) == (ATTEMPTS, None, "address not allowed")
+    assert (dead.attempts, dead.last_status) == (ATTEMPTS, None)
+    assert dead.last_error == "address not allowed"
     assert receiver.hits == []
 
     strict.kill()
     permissive = workers.running(allow_private=True)
     operator(app, "webhooks", "replay", event_id)
-    [hit] = eventually(lambda: hits_at(receiver, "/ok"), "delivered once private addresses are allowed",
-                       [permissive])
+    [hit] = eventually(lambda: hits_at(receiver, "/ok"),
+                       "delivered once private addresses are allowed", [permissive])
     assert verified(secret, hit)["data"]["code"] == "012345"
