@@ -110,3 +110,24 @@ def test_registers_announcing_one_new_cashier_at_once_make_one_entry(app, tenant
     assert all(isinstance(i, str) for i in ids), ids
     assert len(set(ids)) == 1
     assert db.scalar(select(func.count()).select_from(Cashier)) == 1
+
+
+def test_a_register_adds_its_cashier_and_cannot_hand_over_secrets(client, tenant):
+    customer = client.post("/v1/customers", headers=tenant.headers(),
+                           json={"phone": "+79123456789", "firstName": "Ivan"})
+    assert customer.status_code == 201, customer.get_json()
+
+    def open_session(receipt, cashier):
+        return client.post("/v1/checkout-sessions", headers=tenant.headers(Idempotency_Key=receipt * 8),
+                           json={"externalReceiptId": receipt, "customerId": customer.get_json()["id"],
+                                 "cashier": cashier})
+
+    for secret in ("pin", "phone", "taxNumber", "inn"):
+        refused = open_session(f"r-{secret}", {"externalId": "c-1", "name": "Olga", secret: "1234"})
+        assert validation_locs(refused) == [["body", "cashier", secret]]
+    assert _listing(client, tenant)["total"] == 0
+
+    assert open_session("r-ok", {"externalId": "c-1", "name": "Olga"}).status_code == 201
+    listed = _listing(client, tenant)["items"]
+    assert [(c["externalId"], c["name"]) for c in listed] == [("c-1", "Olga")]
+    assert set(listed[0]) == {"id", "externalId", "name", "createdAt"}
