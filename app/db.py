@@ -6,6 +6,7 @@ response is ready.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from sqlalchemy import DateTime, Engine, MetaData, create_engine, event
@@ -98,3 +99,22 @@ def request_session() -> Session:
     if session is None:
         session = g.db_session = current_app.extensions["session_factory"]()
     return session
+
+
+@contextmanager
+def transaction(app):
+    """One unit of work outside a request (an operator command, a job): all of it or
+    nothing; the events it recorded go to delivery once committed, as a request's do."""
+    session = app.extensions["session_factory"]()
+    try:
+        yield session
+        events = session.info.pop("recorded_events", [])
+        session.commit()
+    except Exception:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+    if events:
+        from app.requests import enqueue_events
+        enqueue_events(app, [(event.company_id, event.id) for event in events])
