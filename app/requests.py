@@ -10,6 +10,7 @@ import uuid
 from flask import Flask, Response, current_app, g, request
 
 from app.auth import authenticate_request
+from app.services.errors import InvalidField, NotFound
 
 log = logging.getLogger("app.requests")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -20,6 +21,18 @@ def _begin() -> None:
     given = request.headers.get("X-Request-Id", "")
     g.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
     authenticate_request()
+    _refuse_nul()
+
+
+def _refuse_nul() -> None:
+    """PostgreSQL text cannot hold a NUL character (the driver fails with a 500). Path and
+    query values reach queries without a schema of their own: refuse NUL there for every
+    route; body schemas refuse it field by field."""
+    if "\x00" in request.path:
+        raise NotFound()
+    for name, value in request.args.items(multi=True):
+        if "\x00" in value or "\x00" in name:
+            raise InvalidField(["query", name], "must not contain the NUL character", "string_nul")
 
 
 def _finish(response: Response) -> Response:
