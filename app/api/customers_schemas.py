@@ -25,11 +25,17 @@ class Phone(ma.fields.String):
             raise ma.ValidationError(str(exc)) from exc
 
 
+def no_nul(value: str) -> None:
+    # PostgreSQL text cannot hold it.
+    if "\x00" in value:
+        raise ma.ValidationError("must not contain the NUL character")
+
+
 class Text(ma.fields.String):
     """Trimmed text of `minimum`..`maximum` characters; blank counts as empty."""
 
     def __init__(self, minimum: int = 1, maximum: int = 100, **kwargs):
-        super().__init__(validate=ma.validate.Length(minimum, maximum), **kwargs)
+        super().__init__(validate=[ma.validate.Length(minimum, maximum), no_nul], **kwargs)
 
     def _deserialize(self, value, attr, data, **kwargs):
         return super()._deserialize(value, attr, data, **kwargs).strip()
@@ -54,7 +60,8 @@ class CreateCustomerRequest(Schema):
     lastName = Text(maximum=100, allow_none=True)
     birthDate = ma.fields.Date(allow_none=True, validate=_plausible_birth_date)
     email = ma.fields.Email(allow_none=True, validate=ma.validate.Length(max=254))
-    enrollmentChallengeId = ma.fields.String(allow_none=True, validate=ma.validate.Length(max=36))
+    enrollmentChallengeId = ma.fields.String(allow_none=True,
+                                             validate=[ma.validate.Length(max=36), no_nul])
 
     @ma.pre_load
     def _blank_is_absent(self, data, **kwargs):

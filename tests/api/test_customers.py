@@ -337,3 +337,27 @@ def test_simultaneous_enrolments_of_one_phone_make_one_customer(app, tenant, db)
 def test_optional_fields_left_blank_are_null(client, tenant):
     customer = enrol(client, tenant, lastName="", birthDate=" ", email="", enrollmentChallengeId="")
     assert (customer["lastName"], customer["birthDate"], customer["email"]) == (None, None, None)
+
+
+def test_a_nul_character_anywhere_is_refused_not_a_server_error(client, tenant):
+    """PostgreSQL text cannot hold NUL; the driver would fail with a 500."""
+    customer = enrol(client, tenant)
+    body = client.post("/v1/customers", json={"phone": "+79120000009", "firstName": "a\x00b"},
+                       headers=tenant.headers())
+    assert body.status_code == 422 and body.get_json()["detail"][0]["loc"] == ["body", "firstName"]
+    challenge = client.post("/v1/customers", json={"phone": "+79120000009", "firstName": "Ян",
+                                                   "enrollmentChallengeId": "\x00"},
+                            headers=tenant.headers())
+    assert challenge.status_code == 422
+    query = client.get("/v1/customers", query_string={"query": "a\x00b"}, headers=tenant.headers())
+    assert query.status_code == 422 and query.get_json()["detail"] == [{
+        "loc": ["query", "query"], "msg": "must not contain the NUL character", "type": "string_nul"}]
+    path = client.get("/v1/customers/a\x00b/reward-account", headers=tenant.headers())
+    assert path.status_code == 404
+    adjustment = client.post(f"/v1/customers/{customer['id']}/reward-adjustments",
+                             json={"amount": "1.00", "basis": "\x00"},
+                             headers=tenant.headers(Idempotency_Key="nul-basis-1"))
+    assert adjustment.status_code == 422
+    assert adjustment.get_json()["detail"][0]["loc"] == ["body", "basis"]
+    # Without a key the answer is still 401: authentication comes first.
+    assert client.get("/v1/customers", query_string={"query": "\x00"}).status_code == 401
