@@ -23,6 +23,7 @@ from app.services.webhook_signing import new_endpoint_secret
 ALL_EVENTS = "*"
 ACTIVE, DISABLED, DELETED = "ACTIVE", "DISABLED", "DELETED"
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
 
 
 # --- the operator's allow-list -----------------------------------------------------------
@@ -72,6 +73,8 @@ def is_allowed(session: Session, host: str) -> bool:
 
 def url_host(url: str) -> str:
     """The allow-list host of an https:// url; ValueError when the url may not be a target."""
+    if _CONTROL_OR_SPACE.search(url):
+        raise ValueError("the url must not contain spaces or control characters")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 -- raises on a malformed port

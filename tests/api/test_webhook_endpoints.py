@@ -59,6 +59,8 @@ def test_every_event_name_and_star_are_accepted(client, tenant, allowed):
     (f"https://user:pass@{HOST}/loyalty", "user name"),
     (f"https://{HOST}:99999/loyalty", "not a valid url"),
     ("https:///loyalty", "host"),
+    (f"https://{HOST}/a b", "spaces"),
+    (f"https://{HOST}/\x00", "control"),
     (f"ftp://{HOST}/", "https://"),
 ])
 def test_only_https_on_an_allowed_host(client, tenant, allowed, url, message):
@@ -85,6 +87,7 @@ def test_host_allowed_after_a_refusal(app, client, tenant):
     ({"events": ["*", "sale.committed"]}, ["body", "events"]),
     ({"events": None}, ["body", "events"]),
     ({"description": "x" * 501}, ["body", "description"]),
+    ({"description": "nul \x00"}, ["body", "description"]),
     ({"secret": "whsec_mine"}, ["body", "secret"]),
     ({"companyId": "someone-else"}, ["body", "companyId"]),
 ])
