@@ -1,16 +1,12 @@
 import marshmallow as ma
 
 from app.api.base import Schema
+from app.api.customers_schemas import no_nul
 from app.api.fields import Amount, Timestamp
 from app.services import money
 from app.services.catalog import MAX_ITEMS, CatalogEntry
 
 ERRORS_REPORTED = 100  # invalid items described in one 422; the rest of the snapshot is not read
-
-
-def _no_nul(value: str) -> None:
-    if "\x00" in value:
-        raise ma.ValidationError("must not contain the NUL character")
 
 
 class JsonBoolean(ma.fields.Boolean):
@@ -23,13 +19,13 @@ class JsonBoolean(ma.fields.Boolean):
 
 
 class CatalogSyncItem(Schema):
-    sku = ma.fields.String(required=True, validate=[ma.validate.Length(1, 64), _no_nul])
-    name = ma.fields.String(required=True, validate=[ma.validate.Length(1, 255), _no_nul])
+    sku = ma.fields.String(required=True, validate=[ma.validate.Length(1, 64), no_nul])
+    name = ma.fields.String(required=True, validate=[ma.validate.Length(1, 255), no_nul])
     price = Amount(required=True, minimum=0)
     barcode = ma.fields.String(allow_none=True, load_default=None,
-                               validate=[ma.validate.Length(max=64), _no_nul])
+                               validate=[ma.validate.Length(max=64), no_nul])
     category = ma.fields.String(allow_none=True, load_default=None,
-                                validate=[ma.validate.Length(max=255), _no_nul])
+                                validate=[ma.validate.Length(max=255), no_nul])
     redeemable = JsonBoolean(load_default=True,
                              metadata={"description": "false: bonuses never pay for this item"})
     accruable = JsonBoolean(load_default=True,
@@ -101,7 +97,7 @@ class CatalogItems(ma.fields.List):
 
 
 class CatalogSyncRequest(Schema):
-    storeId = ma.fields.String(required=True)
+    storeId = ma.fields.String(required=True, validate=no_nul)
     items = CatalogItems(required=True, metadata={"maxItems": MAX_ITEMS})
     allowEmpty = JsonBoolean(load_default=False,
                              metadata={"description": "true to accept an empty snapshot, "

@@ -3,6 +3,7 @@ import zoneinfo
 import marshmallow as ma
 
 from app.api.base import Schema
+from app.api.customers_schemas import Text
 from app.api.fields import Timestamp
 from app.api.paging import page_schema
 from app.services.locations import CHANNELS, store_channels
@@ -19,25 +20,15 @@ class Coordinate(ma.fields.Float):
         return super()._deserialize(value, attr, data, **kwargs)
 
 
-class Text(ma.fields.String):
-    """Trimmed text that must not be blank (a city "Moscow " groups with "Moscow")."""
-
-    def __init__(self, max_length: int, **kwargs):
-        super().__init__(validate=ma.validate.Length(1, max_length), **kwargs)
-
-    def _deserialize(self, value, attr, data, **kwargs):
-        return super()._deserialize(value, attr, data, **kwargs).strip()
-
-
 def _known_timezone(name: str) -> None:
     if name not in TIMEZONES:
         raise ma.ValidationError("must be an IANA time zone name such as Europe/Moscow")
 
 
 class CreateStoreRequest(Schema):
-    name = Text(200, required=True)
-    address = Text(500, required=True)
-    city = Text(120, required=True)
+    name = Text(maximum=200, required=True)
+    address = Text(maximum=500, required=True)
+    city = Text(maximum=120, required=True)
     latitude = Coordinate(required=True, validate=ma.validate.Range(-90, 90))
     longitude = Coordinate(required=True, validate=ma.validate.Range(-180, 180))
     channels = ma.fields.List(ma.fields.String(validate=ma.validate.OneOf(CHANNELS)),

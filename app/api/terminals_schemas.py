@@ -1,6 +1,7 @@
 import marshmallow as ma
 
 from app.api.base import Schema
+from app.api.customers_schemas import Text, no_nul
 from app.api.fields import Timestamp
 from app.api.paging import PageArgs, page_schema
 from app.services.locations import TERMINAL_STATES
@@ -12,16 +13,16 @@ POS_KEY = ma.validate.Regexp(r"^[!-~](?:[ -~]*[!-~])?$",
 
 
 class CreateTerminalRequest(Schema):
-    storeId = ma.fields.String(required=True)
-    name = ma.fields.String(required=True, validate=ma.validate.Length(1, 200))
+    storeId = ma.fields.String(required=True, validate=no_nul)
+    name = Text(maximum=200, required=True)
     posKey = ma.fields.String(load_default=None, allow_none=True,
                               validate=[ma.validate.Length(max=128), POS_KEY])
 
 
 class UpdateTerminalRequest(Schema):
-    name = ma.fields.String(validate=ma.validate.Length(1, 200))
+    name = Text(maximum=200)
     state = ma.fields.String(validate=ma.validate.OneOf(TERMINAL_STATES))
-    storeId = ma.fields.String()
+    storeId = ma.fields.String(validate=no_nul)
 
     @ma.validates_schema
     def _at_least_one(self, data, **kwargs):

@@ -88,7 +88,10 @@ _ACTIVE_BY_POS_KEY = select(Terminal.id, Terminal.store_id, Terminal.name, Termi
 
 def active_terminal_by_pos_key(session: Session, company_id: str, pos_key: str):
     """The register a request comes from (id, store_id, name, pos_key), or None: one lookup on
-    the (company_id, pos_key) unique key, without an ORM object."""
+    the (company_id, pos_key) unique key, without an ORM object. No posKey holds a NUL
+    (PostgreSQL text cannot), so such a header names no terminal."""
+    if "\x00" in pos_key:
+        return None
     return session.connection().execute(
         _ACTIVE_BY_POS_KEY, {"company_id": company_id, "pos_key": pos_key}).first()
 

@@ -177,6 +177,7 @@ def test_every_invalid_item_is_reported(client, tenant, store):
     ({"storeId": "s", "items": {"sku": "a"}}, ["body", "items"]),
     ({"storeId": "s", "items": [item("a")], "allowEmpty": "true"}, ["body", "allowEmpty"]),
     ({"storeId": "s", "items": [item("a")], "companyId": "x"}, ["body", "companyId"]),
+    ({"storeId": "s\x00", "items": [item("a")]}, ["body", "storeId"]),
 ])
 def test_request_fields_are_checked(client, tenant, body, loc):
     response = client.post("/v1/catalog-syncs", json=body, headers=tenant.headers(Idempotency_Key="k"))

@@ -49,6 +49,7 @@ def test_store_keeps_channels_once_and_its_time_zone(client, tenant, db):
     ({"name": "n" * 201}, ["body", "name"]),
     ({"address": ""}, ["body", "address"]),
     ({"city": "c" * 121}, ["body", "city"]),
+    ({"address": "Lenina\x00 1"}, ["body", "address"]),
     ({"companyId": "someone-else"}, ["body", "companyId"]),
     ({"active": False}, ["body", "active"]),
 ])

@@ -70,7 +70,10 @@ def test_a_disabled_terminal_still_holds_its_pos_key(client, tenant, store):
     ({"posKey": "tab\there"}, ["body", "posKey"]),
     ({"name": ""}, ["body", "name"]),
     ({"name": "n" * 201}, ["body", "name"]),
+    ({"name": "  "}, ["body", "name"]),
+    ({"name": "Reg\x00"}, ["body", "name"]),
     ({"storeId": None}, ["body", "storeId"]),
+    ({"storeId": "s\x00"}, ["body", "storeId"]),
     ({"state": "DISABLED"}, ["body", "state"]),
 ])
 def test_terminal_fields_are_checked(client, tenant, store, change, loc):
@@ -155,6 +158,7 @@ def test_patch_renames_and_moves_a_terminal(client, tenant, store):
     ({"name": None}, ["body", "name"]),
     ({"name": ""}, ["body", "name"]),
     ({"storeId": None}, ["body", "storeId"]),
+    ({"storeId": "\x00"}, ["body", "storeId"]),
     ({"posKey": "new-key"}, ["body", "posKey"]),
 ])
 def test_terminal_update_fields_are_checked(client, tenant, store, body, loc):
@@ -293,6 +297,7 @@ def test_pos_key_must_name_an_active_terminal_of_the_company(client, tenant, oth
     _terminal_inactive(_with_pos_key(client, tenant, "no-such-register"))
     _terminal_inactive(_with_pos_key(client, tenant, "theirs-1"))
     _terminal_inactive(_with_pos_key(client, tenant, "FRONT-1"))
+    _terminal_inactive(_with_pos_key(client, tenant, "front-1\x00"))
 
     assert _patch(client, tenant, terminal["id"], state="DISABLED").status_code == 200
     _terminal_inactive(_with_pos_key(client, tenant, "front-1"))
