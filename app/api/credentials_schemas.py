@@ -6,7 +6,10 @@ from app.services.scopes import ALL_SCOPES
 
 
 class CreateCredentialRequest(Schema):
-    name = ma.fields.String(required=True, validate=ma.validate.Length(1, 100))
+    # PostgreSQL text cannot hold NUL; without the check the insert failed with a 500.
+    name = ma.fields.String(required=True, validate=[
+        ma.validate.Length(1, 100),
+        ma.validate.Regexp(r"\A[^\x00]*\Z", error="must not contain the NUL character")])
     scopes = ma.fields.List(ma.fields.String(validate=ma.validate.OneOf(ALL_SCOPES)), required=True,
                             validate=ma.validate.Length(min=1))
 
