@@ -1,9 +1,10 @@
+import re
+
 import marshmallow as ma
 
 from app.api.base import Schema
 from app.api.customers_schemas import no_nul
 from app.api.fields import Amount, Timestamp
-from app.services import money
 from app.services.catalog import MAX_ITEMS, CatalogEntry
 
 ERRORS_REPORTED = 100  # invalid items described in one 422; the rest of the snapshot is not read
@@ -43,6 +44,11 @@ def _optional_text(value, longest: int) -> bool:
     return value is None or (type(value) is str and len(value) <= longest and "\x00" not in value)
 
 
+# A price as registers send it: "89.90", "7", "7.5"; anything else goes the schema's way.
+_PLAIN_PRICE = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,2}))?")
+_KOPECKS = {None: 0} | {str(d): d * 10 for d in range(10)} | {f"{n:02d}": n for n in range(100)}
+
+
 def _plain_entry(item) -> CatalogEntry | None:
     """The item as a CatalogEntry when it is plainly valid, else None. Never accepts what
     CatalogSyncItem refuses (a property test holds the two together); what it doubts goes to
@@ -52,17 +58,16 @@ def _plain_entry(item) -> CatalogEntry | None:
     sku, name, price = item.get("sku"), item.get("name"), item.get("price")
     barcode, category = item.get("barcode"), item.get("category")
     redeemable, accruable = item.get("redeemable", True), item.get("accruable", True)
-    if not (_text(sku, 64) and _text(name, 255) and type(price) is str
-            and _optional_text(barcode, 64) and _optional_text(category, 255)
-            and type(redeemable) is bool and type(accruable) is bool):
+    if not (_text(sku, 64) and _text(name, 255) and _optional_text(barcode, 64)
+            and _optional_text(category, 255) and type(redeemable) is bool
+            and type(accruable) is bool and type(price) is str):
         return None
-    try:
-        kopecks = money.parse_amount(price)
-    except ValueError:
+    plain_price = _PLAIN_PRICE.fullmatch(price)
+    if plain_price is None:
         return None
-    if kopecks < 0:
-        return None
-    return CatalogEntry(sku, name, kopecks, barcode, category, redeemable, accruable)
+    whole, fraction = plain_price.groups()
+    return CatalogEntry(sku, name, int(whole) * 100 + _KOPECKS[fraction], barcode, category,
+                        redeemable, accruable)
 
 
 class CatalogItems(ma.fields.List):

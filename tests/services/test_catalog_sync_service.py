@@ -61,6 +61,13 @@ def test_awkward_text_is_stored_exactly(app, db, tenant, store_id):
     assert _sync(app, tenant.company_id, store_id, entries) == (5, 0, 0, 0, 5)
 
 
+def test_a_backslash_among_nulls_is_stored_exactly(app, db, tenant, store_id):
+    # The only special character is one backslash, beside \\N markers of null fields.
+    entries = [CatalogEntry("a", "C:\\New", 1), CatalogEntry("b", "plain", 2, barcode="x\\N")]
+    _sync(app, tenant.company_id, store_id, entries)
+    assert _stored(db, tenant.company_id, store_id) == {e.sku: e for e in entries}
+
+
 def test_each_compared_field_counts_as_an_update(app, db, tenant, store_id):
     base = CatalogEntry("a", "name", 100, "b", "c", True, True)
     _sync(app, tenant.company_id, store_id, [base])
