@@ -144,8 +144,10 @@ def main() -> None:
 
         with gunicorn(url, workers=2, MAX_CONTENT_LENGTH=str(BODY_LIMIT)) as port:
             print(json.dumps({"scenario": "HTTP: first sync", **http_sync(port, key, http_store, first)}))
-            print(json.dumps({"scenario": "HTTP: re-sync, 1 % changed",
-                              **http_sync(port, key, http_store, second)}))
+            # Back and forth between the two snapshots: each request changes 1 %.
+            for entries in (second, first, second):
+                print(json.dumps({"scenario": "HTTP: re-sync, 1 % changed",
+                                  **http_sync(port, key, http_store, entries)}))
 
 
 if __name__ == "__main__":
