@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from functools import lru_cache, partial
+from functools import lru_cache
 
 from redis import Redis
 from rq import Queue
@@ -16,6 +16,7 @@ DELIVER_JOB_TIMEOUT = 45
 # A finished job leaves nothing in Redis (the database holds the outcome); a failed one stays
 # a week in RQ's failed registry for the operator.
 FAILURE_TTL = 7 * 24 * 3600
+DISPATCH_FLAG_TTL = 60
 DELIVER_JOB_OPTIONS = {"timeout": DELIVER_JOB_TIMEOUT, "result_ttl": 0, "failure_ttl": FAILURE_TTL}
 
 
@@ -25,13 +26,28 @@ def queue(redis_url: str, name: str) -> Queue:
 
 
 def event_enqueuer(settings: Settings):
-    return partial(enqueue_dispatch, settings)
+    """What a request calls with its committed events: a dispatch run takes every event
+    waiting, so the ids themselves need not travel."""
+    return lambda _ids: request_dispatch(settings)
 
 
-def enqueue_dispatch(settings: Settings, ids: list[tuple[str, str]]) -> None:
-    """Deliveries are made for these (company_id, event_id) by the worker."""
-    queue(settings.redis_url, settings.rq_queue).enqueue(DISPATCH_JOB, ids, result_ttl=0,
-                                                         failure_ttl=FAILURE_TTL)
+def dispatch_flag_key(settings: Settings) -> str:
+    return f"loyalty:dispatch-requested:{settings.rq_queue}"
+
+
+def request_dispatch(settings: Settings, *, force: bool = False) -> None:
+    """Have a dispatch run start soon. While one is queued and not yet started, a request costs
+    one Redis command and no job: a burst of commits is dispatched by one run. The flag expires,
+    so a run lost before it started holds nothing back for long (the sweep forces one too)."""
+    target = queue(settings.redis_url, settings.rq_queue)
+    first = target.connection.set(dispatch_flag_key(settings), "1", nx=True, ex=DISPATCH_FLAG_TTL)
+    if first or force:
+        target.enqueue(DISPATCH_JOB, result_ttl=0, failure_ttl=FAILURE_TTL)
+
+
+def dispatch_started(settings: Settings) -> None:
+    """A run has started: events committed from now on ask for the next one."""
+    queue(settings.redis_url, settings.rq_queue).connection.delete(dispatch_flag_key(settings))
 
 
 def enqueue_deliveries(settings: Settings, ids: list[tuple[str, str]]) -> None:

@@ -1,12 +1,17 @@
-"""Webhook deliveries per second that one worker process sustains against a local HTTPS
-receiver (trustme certificate, answers 204 at once), on PostgreSQL and Redis.
+"""What one worker process sustains, on PostgreSQL and Redis:
 
-    .venv/bin/python bench/webhook_delivery.py [--deliveries 2000] [--worker entry|simple|fork]
+- `--scenario deliveries` (default): webhook deliveries per second against a local HTTPS
+  receiver (trustme certificate, answers 204 at once). The rate is taken between the first
+  and the last delivery, so start-up does not count.
+- `--scenario dispatch`: events per second turned into deliveries (or found to have no
+  endpoint), each event handed to the queue one by one as a request does after its commit.
+
+    .venv/bin/python bench/webhook_delivery.py [--scenario deliveries|dispatch] [--count 2000]
+        [--worker entry|simple|fork]
 
 `entry` runs `python -m worker` as the Procfile does; `simple` and `fork` run the same entry
 with RQ's SimpleWorker (jobs in the worker process) or its forking Worker (a child per job),
-to compare the two. The rate is taken between the first and the last delivery, so
-start-up does not count. Traffic goes to 127.0.0.1 only; bounded by --deliveries and --timeout.
+to compare the two. Traffic goes to 127.0.0.1 only; bounded by --count and --timeout.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from pathlib import Path
 
 import trustme
 from redis import Redis
-from rq import Queue
+from rq import Queue, Worker
 from sqlalchemy import func, select
 
 from harness import PEPPER, ROOT, bench_database, environment
@@ -35,7 +40,8 @@ from app import create_app  # noqa: E402  (harness puts the repository on the pa
 from app.config import Settings  # noqa: E402
 from app.db import utcnow  # noqa: E402
 from app.delivery_queue import enqueue_deliveries  # noqa: E402
-from app.models import WebhookDelivery  # noqa: E402
+from app.models import OutboxEvent, WebhookDelivery  # noqa: E402
+from app.requests import enqueue_events  # noqa: E402
 from app.services import companies, webhook_delivery, webhooks  # noqa: E402
 from app.services.events import record_event  # noqa: E402
 from worker.__main__ import periodic_lock_key  # noqa: E402
@@ -67,28 +73,39 @@ def _serve(cert_file: str, key_file: str, port_pipe) -> None:
     server.serve_forever()
 
 
-def seed(database_url: str, receiver_port: int, count: int, queue_name: str) -> None:
-    """A company, an endpoint at the receiver, `count` events and their deliveries, enqueued."""
-    settings = Settings(database_url=database_url, redis_url=REDIS_URL, api_key_pepper=PEPPER,
-                        rq_queue=queue_name, log_level="WARNING", development=False)
-    app = create_app(settings)
+def bench_app(database_url: str, queue_name: str):
+    return create_app(Settings(database_url=database_url, redis_url=REDIS_URL,
+                               api_key_pepper=PEPPER, rq_queue=queue_name, log_level="WARNING",
+                               development=False))
+
+
+def record_events(app, count: int, receiver_port: int | None) -> list[tuple[str, str]]:
+    """A company (with an endpoint at the receiver when a port is given) and `count` committed
+    events of it; returns their (company_id, id)."""
     session = app.extensions["session_factory"]()
     now = utcnow()
     company = companies.create_company(session, "Bench webhooks", now=now, tariff="standard",
                                        register_limit=1)
-    webhooks.allow_host(session, "127.0.0.1", now=now)
-    webhooks.create_endpoint(session, company.id, url=f"https://127.0.0.1:{receiver_port}/hook",
-                             events=["*"], description=None, pepper=PEPPER, now=now)
+    if receiver_port is not None:
+        webhooks.allow_host(session, "127.0.0.1", now=now)
+        webhooks.create_endpoint(session, company.id, url=f"https://127.0.0.1:{receiver_port}/hook",
+                                 events=["*"], description=None, pepper=PEPPER, now=now)
     data = {"id": str(uuid.uuid4()), "phone": "+79123456789", "firstName": "Иван", "lastName": None,
             "balance": {"available": "0.00", "pending": "0.00", "reserved": "0.00"}}
     events = [record_event(session, company.id, "customer.created", data) for _ in range(count)]
-    session.flush()
-    ids = [(e.company_id, e.id) for e in events]
-    deliveries = webhook_delivery.dispatch_events(session, ids, now=now)
     session.commit()
     session.close()
-    enqueue_deliveries(settings, deliveries)
-    app.extensions["engine"].dispose()
+    return [(e.company_id, e.id) for e in events]
+
+
+def seed_deliveries(app, count: int, receiver_port: int) -> None:
+    """`count` deliveries made and enqueued before the worker starts."""
+    record_events(app, count, receiver_port)
+    session = app.extensions["session_factory"]()
+    _, deliveries = webhook_delivery.dispatch_pending(session, now=utcnow(), limit=count)
+    session.commit()
+    session.close()
+    enqueue_deliveries(app.config["SETTINGS"], deliveries)
 
 
 def worker_command(kind: str) -> list[str]:
@@ -99,32 +116,56 @@ def worker_command(kind: str) -> list[str]:
     return [sys.executable, "-c", entry]
 
 
-def measure(database_url: str, count: int, kind: str, timeout: float) -> dict:
-    app = create_app(Settings(database_url=database_url, api_key_pepper=PEPPER, development=False,
-                              log_level="WARNING"))
-    session_factory = app.extensions["session_factory"]
+def poll(app, done, timeout: float):
     deadline = time.monotonic() + timeout
-    with session_factory() as session:
-        while True:
-            delivered = session.scalar(select(func.count())
-                                       .where(WebhookDelivery.state == "DELIVERED"))
+    with app.extensions["session_factory"]() as session:
+        while not done(session) and time.monotonic() < deadline:
             session.rollback()
-            if delivered >= count or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+            time.sleep(0.2)
+        session.rollback()
+
+
+def measure_deliveries(app, count: int, timeout: float) -> dict:
+    delivered_count = select(func.count()).where(WebhookDelivery.state == "DELIVERED")
+    poll(app, lambda session: session.scalar(delivered_count) >= count, timeout)
+    with app.extensions["session_factory"]() as session:
+        delivered = session.scalar(delivered_count)
         first, last = session.execute(select(func.min(WebhookDelivery.delivered_at),
                                              func.max(WebhookDelivery.delivered_at))).one()
         states = webhook_delivery.delivery_counts(session)
-    app.extensions["engine"].dispose()
     seconds = (last - first).total_seconds() if first and last else float("nan")
-    return {"worker": kind, "deliveries": count, "delivered": delivered, "states": states,
-            "seconds": round(seconds, 2),
-            "per_second": round((delivered - 1) / seconds, 1) if seconds and seconds > 0 else None}
+    rate = round((delivered - 1) / seconds, 1) if seconds and seconds > 0 else None
+    return {"deliveries": count, "delivered": delivered, "states": states,
+            "seconds": round(seconds, 2), "per_second": rate}
+
+
+def measure_dispatch(app, ids: list[tuple[str, str]], timeout: float) -> dict:
+    """Hand each event to the queue as a request does, and time until none is left waiting."""
+    waiting = select(func.count()).where(OutboxEvent.dispatched_at.is_(None))
+    started = time.perf_counter()
+    for pair in ids:
+        enqueue_events(app, [pair])
+    handed_over = time.perf_counter() - started
+    poll(app, lambda session: session.scalar(waiting) == 0, timeout)
+    seconds = time.perf_counter() - started
+    with app.extensions["session_factory"]() as session:
+        left = session.scalar(waiting)
+    return {"events": len(ids), "left": left, "enqueue_seconds": round(handed_over, 2),
+            "seconds": round(seconds, 2), "per_second": round((len(ids) - left) / seconds, 1)}
+
+
+def wait_until_listening(queue: Queue, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(w.pid == process.pid for w in Worker.all(queue=queue)):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the worker did not start")
+        time.sleep(0.2)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--deliveries", type=int, default=2000)
+    parser.add_argument("--scenario", choices=("deliveries", "dispatch"), default="deliveries")
+    parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--worker", choices=("entry", "simple", "fork"), default="entry")
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
@@ -145,9 +186,14 @@ def main() -> None:
 
     queue_name = f"bench-webhooks-{uuid.uuid4().hex[:8]}"
     redis = Redis.from_url(REDIS_URL)
+    queue = Queue(queue_name, connection=redis)
     try:
         with bench_database() as url:
-            seed(url, port, args.deliveries, queue_name)
+            app = bench_app(url, queue_name)
+            if args.scenario == "deliveries":
+                seed_deliveries(app, args.count, port)
+            else:
+                ids = record_events(app, args.count, None)
             env = environment(url, REDIS_URL=REDIS_URL, RQ_QUEUE=queue_name,
                               WEBHOOK_CA_BUNDLE=ca_file, WEBHOOK_ALLOW_PRIVATE_ADDRESSES="1",
                               WEBHOOK_RETRY_SCHEDULE=SCHEDULE)
@@ -155,15 +201,21 @@ def main() -> None:
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       start_new_session=True)
             try:
-                print(json.dumps(measure(url, args.deliveries, args.worker, args.timeout)))
+                if args.scenario == "deliveries":
+                    result = measure_deliveries(app, args.count, args.timeout)
+                else:
+                    wait_until_listening(queue, worker)
+                    result = measure_dispatch(app, ids, args.timeout)
+                print(json.dumps({"scenario": args.scenario, "worker": args.worker, **result}))
             finally:
                 os.killpg(worker.pid, signal.SIGTERM)
                 try:
                     worker.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     os.killpg(worker.pid, signal.SIGKILL)
+                app.extensions["engine"].dispose()
     finally:
-        Queue(queue_name, connection=redis).delete(delete_jobs=True)
+        queue.delete(delete_jobs=True)
         redis.delete(periodic_lock_key(queue_name))
         receiver.terminate()
 

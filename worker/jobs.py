@@ -12,7 +12,8 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.delivery_queue import enqueue_deliveries, enqueue_delivery_in, enqueue_dispatch
+from app.delivery_queue import (dispatch_started, enqueue_deliveries, enqueue_delivery_in,
+                                request_dispatch)
 from app.services import webhook_delivery
 from app.services.webhook_transport import DeliveryOutcome, post_event, retry_delays
 from worker.context import job_session, worker_app
@@ -22,17 +23,28 @@ EVENT_SWEEP_AGE = timedelta(seconds=10)
 # A delivery overdue this long has lost its job (due ones normally start within seconds).
 DELIVERY_SWEEP_AGE = timedelta(seconds=60)
 SWEEP_BATCH = 5000
-DISPATCH_CHUNK = 500
+DISPATCH_BATCH = 500
+DISPATCH_ROUNDS = 10
 _ASYNC_COMMIT = text("SET LOCAL synchronous_commit TO OFF")
 
 
-def dispatch_events(ids: list[tuple[str, str]]) -> int:
+def dispatch_events() -> int:
+    """Make the deliveries of every event waiting, in batches; after a bounded number of them,
+    hand over to the delivery jobs queued meanwhile and continue in another run."""
     app = worker_app()
-    with job_session(app) as session:
-        deliveries = webhook_delivery.dispatch_events(session, [tuple(i) for i in ids],
-                                                      now=utcnow())
-    enqueue_deliveries(app.config["SETTINGS"], deliveries)
-    return len(deliveries)
+    settings = app.config["SETTINGS"]
+    dispatch_started(settings)
+    taken = 0
+    for _ in range(DISPATCH_ROUNDS):
+        with job_session(app) as session:
+            count, deliveries = webhook_delivery.dispatch_pending(session, now=utcnow(),
+                                                                  limit=DISPATCH_BATCH)
+        enqueue_deliveries(settings, deliveries)
+        taken += count
+        if count < DISPATCH_BATCH:
+            return taken
+    request_dispatch(settings)
+    return taken
 
 
 @contextmanager
@@ -87,11 +99,10 @@ def sweep_outbox(session: Session, now: datetime) -> int:
     settings = _app().config["SETTINGS"]
     if not settings.redis_url:
         return 0
-    events = webhook_delivery.undispatched_events(session, older_than=now - EVENT_SWEEP_AGE,
-                                                  limit=SWEEP_BATCH)
+    strays = webhook_delivery.has_stray_events(session, older_than=now - EVENT_SWEEP_AGE)
     overdue = webhook_delivery.overdue_deliveries(session, due_before=now - DELIVERY_SWEEP_AGE,
                                                   limit=SWEEP_BATCH)
-    for start in range(0, len(events), DISPATCH_CHUNK):
-        enqueue_dispatch(settings, events[start:start + DISPATCH_CHUNK])
+    if strays:
+        request_dispatch(settings, force=True)  # even if a lost run's request still stands
     enqueue_deliveries(settings, overdue)
-    return len(events) + len(overdue)
+    return int(strays) + len(overdue)

@@ -35,16 +35,13 @@ Ids = list[tuple[str, str]]  # (company_id, id) of events or deliveries
 
 # --- from outbox events to deliveries -----------------------------------------------------------
 
-def dispatch_events(session: Session, ids: Ids, *, now: datetime) -> Ids:
-    """One PENDING delivery per (event, ACTIVE endpoint that wants it), for those of `ids` not
-    dispatched yet; returns the new deliveries' (company_id, id). Events another transaction is
-    dispatching right now are skipped: that one creates their deliveries."""
-    if not ids:
-        return []
+def dispatch_pending(session: Session, *, now: datetime, limit: int) -> tuple[int, Ids]:
+    """Take up to `limit` of the oldest events not dispatched yet and make one PENDING delivery
+    per (event, ACTIVE endpoint that wants it). Returns how many events were taken and the new
+    deliveries' (company_id, id). Events another transaction is taking are skipped."""
     claimable = (select(OutboxEvent.company_id, OutboxEvent.id)
-                 .where(tuple_(OutboxEvent.company_id, OutboxEvent.id).in_([tuple(i) for i in ids]),
-                        OutboxEvent.dispatched_at.is_(None))
-                 .order_by(OutboxEvent.company_id, OutboxEvent.id)
+                 .where(OutboxEvent.dispatched_at.is_(None))
+                 .order_by(OutboxEvent.created_at).limit(limit)
                  .with_for_update(skip_locked=True))
     claimed = session.execute(
         update(OutboxEvent)
@@ -53,7 +50,7 @@ def dispatch_events(session: Session, ids: Ids, *, now: datetime) -> Ids:
         .returning(OutboxEvent.company_id, OutboxEvent.id, OutboxEvent.type)
         .execution_options(synchronize_session=False)).all()
     if not claimed:
-        return []
+        return 0, []
     endpoints = session.execute(
         select(WebhookEndpoint.company_id, WebhookEndpoint.id, WebhookEndpoint.events)
         .where(WebhookEndpoint.company_id.in_({company_id for company_id, _, _ in claimed}),
@@ -65,14 +62,15 @@ def dispatch_events(session: Session, ids: Ids, *, now: datetime) -> Ids:
             if endpoint.company_id == company_id and wants(endpoint.events, event_type)]
     session.add_all(rows)
     session.flush()
-    return [(row.company_id, row.id) for row in rows]
+    return len(claimed), [(row.company_id, row.id) for row in rows]
 
 
-def undispatched_events(session: Session, *, older_than: datetime, limit: int) -> Ids:
-    return [tuple(row) for row in session.execute(
-        select(OutboxEvent.company_id, OutboxEvent.id)
+def has_stray_events(session: Session, *, older_than: datetime) -> bool:
+    """Whether an event recorded before `older_than` still waits for its dispatch."""
+    return session.scalar(
+        select(OutboxEvent.id)
         .where(OutboxEvent.dispatched_at.is_(None), OutboxEvent.created_at <= older_than)
-        .order_by(OutboxEvent.created_at).limit(limit))]
+        .limit(1)) is not None
 
 
 def overdue_deliveries(session: Session, *, due_before: datetime, limit: int) -> Ids:

@@ -26,6 +26,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from app import create_app
 from app.db import request_session, utcnow
+from app.delivery_queue import dispatch_flag_key
 from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.requests import enqueue_events
 from app.services.errors import Conflict
@@ -105,8 +106,10 @@ class Workers:
     def _start(self, allow_private: bool) -> WorkerProcess:
         # A killed worker leaves its scheduler lock behind, and the periodic lock would hold
         # back the upkeep (with its outbox sweep) that a new worker runs at once.
+        # A dispatch requested of a queue emptied since would hold back the next request.
         self.redis.delete(periodic_lock_key(self.settings.rq_queue),
-                          f"rq:scheduler-lock:{self.settings.rq_queue}")
+                          f"rq:scheduler-lock:{self.settings.rq_queue}",
+                          dispatch_flag_key(self.settings))
         env = {
             **os.environ,
             "DATABASE_URL": self.settings.database_url,

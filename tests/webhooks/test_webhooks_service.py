@@ -47,9 +47,9 @@ def event(session, company_id, event_type="customer.created", data=None):
     return recorded
 
 
-def dispatch(session, *events):
-    ids = [(e.company_id, e.id) for e in events]
-    made = webhook_delivery.dispatch_events(session, ids, now=utcnow())
+def dispatch(session, limit=100):
+    """One dispatch run's batch: the deliveries it made."""
+    _, made = webhook_delivery.dispatch_pending(session, now=utcnow(), limit=limit)
     session.commit()
     return made
 
@@ -92,7 +92,7 @@ def test_one_delivery_per_matching_active_endpoint_once(session, tenant, other_t
     created = event(session, tenant.company_id)
     sold = event(session, tenant.company_id, "sale.committed")
 
-    made = dispatch(session, created, sold)
+    made = dispatch(session)
 
     rows = session.scalars(select(WebhookDelivery)).all()
     assert len(made) == len(rows) == 3
@@ -100,34 +100,54 @@ def test_one_delivery_per_matching_active_endpoint_once(session, tenant, other_t
         [(created.id, everything.id), (sold.id, everything.id), (sold.id, sales.id)])
     assert {r.state for r in rows} == {"PENDING"} and {r.attempts for r in rows} == {0}
     assert all(e.dispatched_at is not None for e in session.scalars(select(OutboxEvent)))
-    # The sweep and the request's own job may both dispatch an event: only the first counts.
-    assert dispatch(session, created, sold) == []
+    # Another run finds nothing left to dispatch.
+    assert dispatch(session) == []
     assert len(session.scalars(select(WebhookDelivery)).all()) == 3
 
 
 def test_event_without_endpoints_is_dispatched_with_nothing_to_send(session, tenant):
     recorded = event(session, tenant.company_id)
 
-    assert dispatch(session, recorded) == []
-    assert webhook_delivery.undispatched_events(session, older_than=utcnow(), limit=10) == []
+    assert dispatch(session) == []
+    assert session.scalar(select(OutboxEvent.dispatched_at)
+                          .where(OutboxEvent.id == recorded.id)) is not None
+    assert not webhook_delivery.has_stray_events(session, older_than=utcnow())
+
+
+def test_a_run_takes_the_oldest_events_first_and_no_more_than_its_batch(session, tenant):
+    endpoint(session, tenant.company_id)
+    recorded = [event(session, tenant.company_id) for _ in range(5)]
+
+    taken, made = webhook_delivery.dispatch_pending(session, now=utcnow(), limit=3)
+    session.commit()
+
+    assert taken == 3
+    first_three = {e.id for e in recorded[:3]}
+    assert {r.event_id for r in session.scalars(select(WebhookDelivery))} == first_three
+    assert len(made) == 3
+    assert len(dispatch(session)) == 2
 
 
 @pytest.mark.postgres
 def test_concurrent_dispatch_of_the_same_events_creates_each_delivery_once(app, session, tenant):
     endpoint(session, tenant.company_id)
-    ids = [(tenant.company_id, event(session, tenant.company_id).id) for _ in range(50)]
+    for _ in range(50):
+        event(session, tenant.company_id)
     barrier = threading.Barrier(4)
     made = []
 
-    def dispatcher(order):
+    def dispatcher():
         own = app.extensions["session_factory"]()
         barrier.wait()
-        made.extend(webhook_delivery.dispatch_events(own, order, now=utcnow()))
-        own.commit()
+        while True:  # runs in parallel, each taking small batches until none is left
+            taken, deliveries = webhook_delivery.dispatch_pending(own, now=utcnow(), limit=5)
+            own.commit()
+            made.extend(deliveries)
+            if not taken:
+                break
         own.close()
 
-    threads = [threading.Thread(target=dispatcher, args=(ids if n % 2 else ids[::-1],))
-               for n in range(4)]
+    threads = [threading.Thread(target=dispatcher) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -142,7 +162,7 @@ def test_concurrent_dispatch_of_the_same_events_creates_each_delivery_once(app, 
 def test_attempt_is_leased_and_signs_the_stored_bytes(session, tenant):
     target = endpoint(session, tenant.company_id)
     recorded = event(session, tenant.company_id, data={"firstName": "Иван"})
-    [(company_id, delivery_id)] = dispatch(session, recorded)
+    [(company_id, delivery_id)] = dispatch(session)
 
     attempt = claim(session, company_id, delivery_id)
 
@@ -167,7 +187,8 @@ def test_attempt_is_leased_and_signs_the_stored_bytes(session, tenant):
 
 def test_failures_follow_the_schedule_then_die(session, tenant):
     endpoint(session, tenant.company_id)
-    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+    event(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session)
     rand = random.Random(3)
 
     waits = []
@@ -184,7 +205,8 @@ def test_failures_follow_the_schedule_then_die(session, tenant):
 
 def test_retry_after_is_honoured_up_to_a_day(session, tenant):
     endpoint(session, tenant.company_id)
-    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+    event(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session)
 
     busy = DeliveryOutcome(status=429, retry_after=120.0, error=None)
     assert finish(session, claim(session, company_id, delivery_id), busy) == 120.0
@@ -200,8 +222,9 @@ def test_retry_after_is_honoured_up_to_a_day(session, tenant):
 
 def test_gone_disables_the_endpoint_and_its_other_deliveries_die_unsent(session, tenant):
     target = endpoint(session, tenant.company_id)
-    (c1, d1), (c2, d2) = dispatch(session, event(session, tenant.company_id),
-                                  event(session, tenant.company_id))
+    event(session, tenant.company_id)
+    event(session, tenant.company_id)
+    (c1, d1), (c2, d2) = dispatch(session)
 
     assert finish(session, claim(session, c1, d1), ok(410)) is None
 
@@ -216,7 +239,8 @@ def test_gone_disables_the_endpoint_and_its_other_deliveries_die_unsent(session,
 
 def test_disallowed_host_is_refused_without_a_request(session, tenant):
     endpoint(session, tenant.company_id)
-    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+    event(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session)
     assert webhooks.disallow_host(session, "HOOKS.example.com.")
     session.commit()
 
@@ -227,7 +251,8 @@ def test_disallowed_host_is_refused_without_a_request(session, tenant):
 
 def test_unreadable_secret_is_refused(session, tenant):
     target = endpoint(session, tenant.company_id)
-    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
+    event(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session)
     session.execute(update(WebhookEndpoint).where(WebhookEndpoint.id == target.id)
                     .values(secret_encrypted=webhooks.encrypt_secret("old-pepper", "whsec_AAAA")))
     session.commit()
@@ -242,7 +267,7 @@ def test_replay_revives_dead_deliveries_to_live_endpoints(session, tenant):
     live = endpoint(session, tenant.company_id, path="/live")
     gone = endpoint(session, tenant.company_id, path="/gone")
     recorded = event(session, tenant.company_id)
-    assert len(dispatch(session, recorded)) == 2
+    assert len(dispatch(session)) == 2
     rows = {r.endpoint_id: r for r in session.scalars(select(WebhookDelivery))}
     session.execute(update(WebhookDelivery).values(state="DEAD", attempts=3, last_status=500))
     disable(session, gone)
@@ -274,24 +299,21 @@ def test_replay_of_an_event_without_dead_deliveries_is_not_found(session, tenant
 
 def test_sweep_picks_only_stray_events_and_overdue_deliveries(session, tenant):
     endpoint(session, tenant.company_id)
-    fresh, stray = event(session, tenant.company_id), event(session, tenant.company_id)
-    session.execute(update(OutboxEvent).where(OutboxEvent.id == stray.id)
-                    .values(created_at=utcnow() - timedelta(minutes=1)))
-    session.commit()
+    event(session, tenant.company_id)
     cutoff = utcnow() - timedelta(seconds=10)
+    assert not webhook_delivery.has_stray_events(session, older_than=cutoff)
+    session.execute(update(OutboxEvent).values(created_at=utcnow() - timedelta(minutes=1)))
+    session.commit()
+    assert webhook_delivery.has_stray_events(session, older_than=cutoff)
 
-    strays = webhook_delivery.undispatched_events(session, older_than=cutoff, limit=10)
-    assert strays == [(tenant.company_id, stray.id)]
-
-    [(company_id, delivery_id)] = dispatch(session, stray)
+    [(company_id, delivery_id)] = dispatch(session)
     a_minute_ago = utcnow() - timedelta(seconds=60)
     assert webhook_delivery.overdue_deliveries(session, due_before=a_minute_ago, limit=10) == []
     claim(session, company_id, delivery_id)  # then the worker dies: the lease runs out
     session.execute(update(WebhookDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
     session.commit()
-    assert webhook_delivery.overdue_deliveries(session, due_before=utcnow() - timedelta(seconds=60),
-                                       limit=10) == [(company_id, delivery_id)]
-    assert fresh.dispatched_at is None
+    assert webhook_delivery.overdue_deliveries(session, due_before=a_minute_ago,
+                                               limit=10) == [(company_id, delivery_id)]
 
 
 def test_sweep_task_without_redis_enqueues_nothing(app, session, tenant):
@@ -343,7 +365,7 @@ def test_operator_host_commands(app):
 def test_operator_dead_letters_and_replay_commands(app, session, tenant):
     target = endpoint(session, tenant.company_id)
     recorded = event(session, tenant.company_id, "sale.returned")
-    dispatch(session, recorded)
+    dispatch(session)
     session.execute(update(WebhookDelivery).values(state="DEAD", attempts=8, last_status=503,
                                                    last_error="HTTP 503"))
     session.commit()
@@ -368,8 +390,9 @@ def test_upkeep_enqueues_what_the_outbox_still_holds(app, session, tenant):
     from worker.periodic import run_periodic_tasks
 
     endpoint(session, tenant.company_id)
+    event(session, tenant.company_id)
+    [(company_id, delivery_id)] = dispatch(session)
     stray = event(session, tenant.company_id)
-    [(company_id, delivery_id)] = dispatch(session, event(session, tenant.company_id))
     session.execute(update(OutboxEvent).where(OutboxEvent.id == stray.id)
                     .values(created_at=utcnow() - timedelta(minutes=1)))
     session.execute(update(WebhookDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
@@ -382,5 +405,31 @@ def test_upkeep_enqueues_what_the_outbox_still_holds(app, session, tenant):
 
     calls = {(job.func_name, repr(job.args)) for job in queue.get_jobs()}
     queue.empty()
-    assert calls == {("worker.jobs.dispatch_events", repr(([(tenant.company_id, stray.id)],))),
+    assert calls == {("worker.jobs.dispatch_events", "()"),
                      ("worker.jobs.deliver", repr((company_id, delivery_id)))}
+
+
+@pytest.mark.redis
+def test_a_burst_of_commits_asks_for_one_dispatch_run(app):
+    from redis import Redis
+    from rq import Queue
+
+    from app.delivery_queue import dispatch_flag_key, dispatch_started, request_dispatch
+    from app.requests import enqueue_events
+
+    settings = app.config["SETTINGS"]
+    redis = Redis.from_url(settings.redis_url)
+    queue = Queue(settings.rq_queue, connection=redis)
+    queue.empty()
+    redis.delete(dispatch_flag_key(settings))
+
+    for n in range(20):  # what twenty committed requests do
+        enqueue_events(app, [("company", f"event-{n}")])
+    assert [job.func_name for job in queue.get_jobs()] == ["worker.jobs.dispatch_events"]
+
+    dispatch_started(settings)  # the run starts: later commits ask for the next one
+    enqueue_events(app, [("company", "later")])
+    request_dispatch(settings, force=True)  # the sweep asks even while one is requested
+    assert len(queue.get_jobs()) == 3
+    queue.empty()
+    redis.delete(dispatch_flag_key(settings))
