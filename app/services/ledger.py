@@ -7,16 +7,22 @@ under a row lock on the account, so concurrent holds and debits serialise:
     reserved  = Σ amounts of ACTIVE holds
 PENDING entries mature to ACTIVE at `available_at`, on first touch of the account (so
 correctness never waits for the scheduler) and by a periodic job.
+
+Two ways to hold an account, one set of rules: `lock_account` gives the ORM object (the
+unit of work writes it), `lock` gives a `LockedAccount` read and written with statements
+built once (`save` writes its entries and balances): the register's path, where an ORM load
+and flush cost more than the rest of the request.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy import and_, bindparam, case, event, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Hold, LedgerEntry, RewardAccount
+from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
 
 ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY")
@@ -43,6 +49,76 @@ def lock_account(session: Session, company_id: str, customer_id: str, now: datet
     return account
 
 
+@dataclass(eq=False)
+class LockedAccount:
+    """An account under its row lock, as plain values: post, reserve, unreserve and
+    mature_due move it as they move a RewardAccount; `save` writes what they did."""
+
+    company_id: str
+    customer_id: str
+    available: int
+    pending: int
+    reserved: int
+    next_maturity_at: datetime | None
+    updated_at: datetime
+    new_entries: list[dict] = field(default_factory=list)
+
+
+_ACCOUNTS = RewardAccount.__table__
+_LOCK = (select(_ACCOUNTS.c.company_id, _ACCOUNTS.c.customer_id, _ACCOUNTS.c.available,
+                _ACCOUNTS.c.pending, _ACCOUNTS.c.reserved, _ACCOUNTS.c.next_maturity_at,
+                _ACCOUNTS.c.updated_at)
+         .where(_ACCOUNTS.c.company_id == bindparam("company_id"),
+                _ACCOUNTS.c.customer_id == bindparam("customer_id"))
+         .with_for_update())
+_SAVE = (update(_ACCOUNTS)
+         .where(_ACCOUNTS.c.company_id == bindparam("b_company_id"),
+                _ACCOUNTS.c.customer_id == bindparam("b_customer_id"))
+         .values(available=bindparam("b_available"), pending=bindparam("b_pending"),
+                 reserved=bindparam("b_reserved"), next_maturity_at=bindparam("b_next_maturity_at"),
+                 updated_at=bindparam("b_updated_at")))
+_INSERT_ENTRIES = insert(LedgerEntry.__table__)
+_UNSAVED = "ledger_unsaved_accounts"
+
+
+def lock(session: Session, company_id: str, customer_id: str, now: datetime) -> LockedAccount:
+    """`lock_account` without the ORM: one statement, the same lock, the same maturing.
+    The caller must `save` it before the transaction commits (a commit refuses otherwise)."""
+    row = session.connection().execute(_LOCK, {"company_id": company_id,
+                                               "customer_id": customer_id}).first()
+    if row is None:
+        raise NotFound("customer")
+    account = LockedAccount(*row)
+    session.info.setdefault(_UNSAVED, set()).add(account)
+    mature_due(session, account, now)
+    return account
+
+
+def save(session: Session, account: LockedAccount) -> None:
+    """Write the account's new entries (one statement) and its balances (one statement)."""
+    connection = session.connection()
+    if account.new_entries:
+        connection.execute(_INSERT_ENTRIES, account.new_entries)
+        account.new_entries = []
+    connection.execute(_SAVE, {
+        "b_company_id": account.company_id, "b_customer_id": account.customer_id,
+        "b_available": account.available, "b_pending": account.pending,
+        "b_reserved": account.reserved, "b_next_maturity_at": account.next_maturity_at,
+        "b_updated_at": account.updated_at})
+    session.info.get(_UNSAVED, set()).discard(account)
+
+
+@event.listens_for(Session, "before_commit")
+def _refuse_unsaved(session: Session) -> None:
+    if session.info.get(_UNSAVED):
+        raise RuntimeError("a locked account was changed but not saved")
+
+
+@event.listens_for(Session, "after_rollback")
+def _forget_unsaved(session: Session) -> None:
+    session.info.pop(_UNSAVED, None)
+
+
 def post(session: Session, account: RewardAccount, *, type: str, amount: int, now: datetime,
          status: str = "ACTIVE", available_at: datetime | None = None, basis: str | None = None,
          sale_id: str | None = None, return_id: str | None = None, hold_id: str | None = None,
@@ -51,10 +127,17 @@ def post(session: Session, account: RewardAccount, *, type: str, amount: int, no
     out of the reservation (capturing a hold) instead of the available balance."""
     if type not in ENTRY_TYPES:
         raise ValueError(f"unknown entry type {type}")
-    entry = LedgerEntry(company_id=account.company_id, customer_id=account.customer_id, type=type,
-                        amount=amount, status=status, available_at=available_at or now, basis=basis,
-                        sale_id=sale_id, return_id=return_id, hold_id=hold_id, created_at=now)
-    session.add(entry)
+    values = {"company_id": account.company_id, "customer_id": account.customer_id, "type": type,
+              "amount": amount, "status": status, "available_at": available_at or now,
+              "basis": basis, "sale_id": sale_id, "return_id": return_id, "hold_id": hold_id,
+              "created_at": now}
+    if isinstance(account, LockedAccount):
+        values["id"] = new_id()
+        account.new_entries.append(values)
+        entry = LedgerEntry(**values)  # for the caller to read; `save` writes the row
+    else:
+        entry = LedgerEntry(**values)
+        session.add(entry)
     if status == "PENDING":
         account.pending += amount
         if account.next_maturity_at is None or entry.available_at < account.next_maturity_at:
