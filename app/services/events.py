@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.models import OutboxEvent
+from app.models.base import new_id
 
 EVENT_TYPES = (
     "customer.created", "reward.adjusted",
@@ -24,14 +26,21 @@ def _timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+_INSERT = insert(OutboxEvent.__table__)
+
+
 def record_event(session: Session, company_id: str, event_type: str, data: dict) -> OutboxEvent:
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type}")
     now = utcnow()
-    event = OutboxEvent(company_id=company_id, type=event_type, created_at=now)
-    event.payload = json.dumps({"type": event_type, "timestamp": _timestamp(now), "data": data},
-                               separators=(",", ":"), ensure_ascii=False)
-    session.add(event)
+    values = {"company_id": company_id, "id": new_id(), "type": event_type, "created_at": now,
+              "dispatched_at": None,
+              "payload": json.dumps({"type": event_type, "timestamp": _timestamp(now), "data": data},
+                                    separators=(",", ":"), ensure_ascii=False)}
+    # Inserted at once with a statement built once: no ORM unit of work on the register's
+    # path. The object returned is for reading only (it is not in the session).
+    session.connection().execute(_INSERT, values)
+    event = OutboxEvent(**values)
     # The app enqueues delivery of these ids once the transaction has committed.
     session.info.setdefault("recorded_events", []).append(event)
     return event
