@@ -6,7 +6,8 @@ compilation) and an operation reads everything it needs in one query. Concurrenc
 operation reads without locking, then moves the session's state with a conditional UPDATE
 (`WHERE state = <what it read>`), which takes the session's row lock and re-checks the state
 against the latest committed row; if another operation got there first the read is retried.
-Lock order everywhere: checkout session row, then reward account row (ledger.lock_account).
+Lock order everywhere: checkout session row, then reward account row (ledger.lock). The
+account is held as a ledger.LockedAccount: no ORM object or flush on this path.
 """
 from __future__ import annotations
 
@@ -192,7 +193,7 @@ def hold_resource(row) -> HoldResource:
 
 
 def expire_touched_hold(session: Session, company_id: str, session_id: str,
-                        account: RewardAccount, now: datetime) -> HoldResource:
+                        account: ledger.LockedAccount, now: datetime) -> HoldResource:
     """Release the session's expired hold found on first touch. The caller has moved the
     session's state (so holds its row lock) and locked the account."""
     row = execute(session, EXPIRE_HOLD, {"company": company_id, "session_id": session_id,
@@ -299,11 +300,11 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
 
     available = ctx.available
     if touched or (ctx.next_maturity_at is not None and ctx.next_maturity_at <= now):
-        account = ledger.lock_account(session, company_id, ctx.customer_id, now)
+        account = ledger.lock(session, company_id, ctx.customer_id, now)
         if touched:
             expire_touched_hold(session, company_id, session_id, account, now)
+        ledger.save(session, account)
         available = account.available
-        session.flush()
 
     receipt = [pricing.ReceiptLine(line["line_id"], line["amount"],
                                    *flags.get(line.get("sku"), (True, True))) for line in lines]
@@ -351,7 +352,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
 
     key = {"company": company_id, "session_id": session_id, "now": now}
     captured = execute(session, _CAPTURE_HOLD, key).first() if ctx.state == HELD else None
-    account = ledger.lock_account(session, company_id, ctx.customer_id, now)
+    account = ledger.lock(session, company_id, ctx.customer_id, now)
     if ctx.state == HELD and captured is None:  # its time ran out: released, not captured
         expire_touched_hold(session, company_id, session_id, account, now)
     redeemed = captured.amount if captured is not None else 0
@@ -402,6 +403,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
          "accrual": p.accrual, "returned_quantity": 0, "restored_redemption": 0,
          "reversed_accrual": 0}
         for position, (line, p) in enumerate(zip(lines, priced.lines))])
+    ledger.save(session, account)
     record_event(session, company_id, "sale.committed", sale.as_json())
     session.flush()
     return sale

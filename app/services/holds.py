@@ -68,10 +68,11 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
     else:
         raise Conflict("the checkout session is changing; try again")
 
-    account = ledger.lock_account(session, company_id, ctx.customer_id, now)
+    account = ledger.lock(session, company_id, ctx.customer_id, now)
     if touched:
         expire_touched_hold(session, company_id, session_id, account, now)
     ledger.reserve(account, held, now)
+    ledger.save(session, account)
     hold = HoldResource(id=new_id(), checkout_session_id=session_id, customer_id=ctx.customer_id,
                         amount=held, state=ACTIVE,
                         expires_at=now + timedelta(seconds=ctx.hold_ttl_seconds),
@@ -90,8 +91,9 @@ def _end_hold(session: Session, company_id: str, session_id: str, customer_id: s
     row = execute(session, END_HOLD, _key(company_id, session_id, now=now, reason=reason)).first()
     if row is None:
         return None
-    account = ledger.lock_account(session, company_id, customer_id, now)
+    account = ledger.lock(session, company_id, customer_id, now)
     ledger.unreserve(account, row.amount, now)
+    ledger.save(session, account)
     hold = hold_resource(row)
     event = "checkout.hold.expired" if hold.state == EXPIRED else "checkout.hold.released"
     record_event(session, company_id, event, hold.as_json())
@@ -129,11 +131,12 @@ def expire_holds(session: Session, now: datetime, limit: int = 200) -> int:
         if row is None:
             continue  # captured or released meanwhile
         execute(session, _OPENED, _key(company_id, session_id))
-        account = ledger.lock_account(session, company_id, locked.customer_id, now)
+        account = ledger.lock(session, company_id, locked.customer_id, now)
         ledger.unreserve(account, row.amount, now)
+        ledger.save(session, account)  # before the next lock reads a shared account
         record_event(session, company_id, "checkout.hold.expired", hold_resource(row).as_json())
-        session.flush()  # before the next lock_account reloads a shared account
         expired += 1
+    session.flush()
     return expired
 
 
@@ -147,6 +150,6 @@ def expire_sessions(session: Session, now: datetime, limit: int = 200) -> int:
         if locked.state == HELD:
             _end_hold(session, company_id, session_id, locked.customer_id, SESSION_EXPIRED_REASON, now)
         execute(session, _EXPIRED, _key(company_id, session_id))
-        session.flush()
         count += 1
+    session.flush()
     return count

@@ -92,7 +92,7 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
 
     return_id = new_id()
     entry = {"now": now, "sale_id": sale_id, "return_id": return_id}
-    account = ledger.lock_account(session, company_id, sale.customer_id, now)
+    account = ledger.lock(session, company_id, sale.customer_id, now)
     if restored:
         ledger.post(session, account, type="REDEMPTION_RESTORE", amount=restored, **entry)
     pending_left = 0
@@ -106,6 +106,7 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
                     status="PENDING", available_at=sale.accrual_available_at, **entry)
     if taken.from_available:
         ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_available, **entry)
+    ledger.save(session, account)
 
     returned = {share.line_id: share for share in shares}
     execute(session, _RETURN_LINE, [
