@@ -3,7 +3,7 @@ import re
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.customers_schemas import no_nul
+from app.api.fields import no_nul
 from app.api.fields import Amount, Timestamp
 from app.services.catalog import MAX_ITEMS, CatalogEntry
 

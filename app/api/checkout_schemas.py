@@ -6,7 +6,7 @@ the response schemas here document those shapes for the interface document.
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.fields import Amount, Quantity, Timestamp
+from app.api.fields import Amount, Quantity, Timestamp, no_nul
 from app.services.money import format_amount
 
 # Bounds that keep every sum of a receipt far inside a 64-bit column.
@@ -17,11 +17,6 @@ HOLD_STATES = ("ACTIVE", "CAPTURED", "RELEASED", "EXPIRED")
 SALE_STATES = ("COMMITTED", "PARTIALLY_RETURNED", "RETURNED")
 RESTRICTION_REASONS = ("SUBSCRIPTION_INACTIVE", "NO_BALANCE", "NO_REDEEMABLE_LINES",
                        "TERMINAL_INACTIVE")
-
-
-def no_nul(value: str) -> None:
-    if "\x00" in value:
-        raise ma.ValidationError("must not contain the NUL character")
 
 
 def text(data_key: str | None = None, *, minimum: int = 1, maximum: int | None = None, **kwargs):

@@ -1,7 +1,7 @@
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.fields import Amount, Timestamp
+from app.api.fields import Amount, Text, Timestamp, no_nul
 from app.api.paging import OffsetArgs, offset_page_schema
 from app.db import utcnow
 from app.services.phones import InvalidPhone, normalise_phone
@@ -23,22 +23,6 @@ class Phone(ma.fields.String):
             return normalise_phone(text)
         except InvalidPhone as exc:
             raise ma.ValidationError(str(exc)) from exc
-
-
-def no_nul(value: str) -> None:
-    # PostgreSQL text cannot hold it.
-    if "\x00" in value:
-        raise ma.ValidationError("must not contain the NUL character")
-
-
-class Text(ma.fields.String):
-    """Trimmed text of `minimum`..`maximum` characters; blank counts as empty."""
-
-    def __init__(self, minimum: int = 1, maximum: int = 100, **kwargs):
-        super().__init__(validate=[ma.validate.Length(minimum, maximum), no_nul], **kwargs)
-
-    def _deserialize(self, value, attr, data, **kwargs):
-        return super()._deserialize(value, attr, data, **kwargs).strip()
 
 
 def _plausible_birth_date(value):

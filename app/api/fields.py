@@ -83,3 +83,19 @@ class Timestamp(ma.fields.DateTime):
         if parsed.tzinfo is None:
             raise ma.ValidationError("must carry a time zone (e.g. Z)")
         return parsed.astimezone(timezone.utc)
+
+
+def no_nul(value: str) -> None:
+    # PostgreSQL text cannot hold it.
+    if "\x00" in value:
+        raise ma.ValidationError("must not contain the NUL character")
+
+
+class Text(ma.fields.String):
+    """Trimmed text of `minimum`..`maximum` characters; blank counts as empty."""
+
+    def __init__(self, minimum: int = 1, maximum: int = 100, **kwargs):
+        super().__init__(validate=[ma.validate.Length(minimum, maximum), no_nul], **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        return super()._deserialize(value, attr, data, **kwargs).strip()

@@ -1,7 +1,8 @@
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.customers_schemas import RewardBalance, Text
+from app.api.customers_schemas import RewardBalance
+from app.api.fields import Text
 from app.api.fields import Amount, Timestamp
 from app.api.paging import offset_page_schema
 

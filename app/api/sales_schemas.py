@@ -1,7 +1,8 @@
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.checkout_schemas import MAX_LINES, SALE_STATES, SaleResponse, no_nul, text
+from app.api.checkout_schemas import MAX_LINES, SALE_STATES, SaleResponse, text
+from app.api.fields import no_nul
 from app.api.fields import Amount, Quantity, Timestamp
 
 

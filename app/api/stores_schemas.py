@@ -3,7 +3,7 @@ import zoneinfo
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.customers_schemas import Text
+from app.api.fields import Text
 from app.api.fields import Timestamp
 from app.api.paging import page_schema
 from app.services.locations import CHANNELS, store_channels

@@ -1,7 +1,7 @@
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.customers_schemas import Text, no_nul
+from app.api.fields import Text, no_nul
 from app.api.fields import Timestamp
 from app.api.paging import PageArgs, page_schema
 from app.services.locations import TERMINAL_STATES

@@ -1,16 +1,11 @@
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.fields import Timestamp
+from app.api.fields import Timestamp, no_nul
 from app.services.events import EVENT_TYPES
 from app.services.webhooks import ALL_EVENTS, endpoint_events
 
 EVENT_NAMES = (*EVENT_TYPES, ALL_EVENTS)
-
-
-def _no_nul(value: str) -> None:
-    if "\x00" in value:
-        raise ma.ValidationError("must not contain the NUL character")
 
 
 class CreateWebhookEndpointRequest(Schema):
@@ -20,7 +15,7 @@ class CreateWebhookEndpointRequest(Schema):
         ma.fields.String(validate=ma.validate.OneOf(EVENT_NAMES)), required=True,
         validate=ma.validate.Length(min=1),
         metadata={"description": 'Event names, or ["*"] for every event'})
-    description = ma.fields.String(allow_none=True, validate=[ma.validate.Length(max=500), _no_nul])
+    description = ma.fields.String(allow_none=True, validate=[ma.validate.Length(max=500), no_nul])
 
     @ma.validates("events")
     def _all_or_names(self, events, **_kwargs):
