@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db import request_session, utcnow
 from app.models import IdempotencyRecord
 from app.services.errors import Conflict, InvalidField
+from app.statements import run
 
 HEADER = "Idempotency-Key"
 REPLAY_HEADER = "Idempotent-Replayed"
@@ -82,22 +83,22 @@ def idempotent(low: int, high: int):
             ttl = timedelta(seconds=current_app.config["SETTINGS"].idempotency_ttl)
             now = utcnow()
 
-            record = session.connection().execute(_FIND, ident).first()
+            record = run(session, _FIND, ident).first()
             if record is not None and record.created_at <= now - ttl:
-                session.connection().execute(_FORGET, ident)
+                run(session, _FORGET, ident)
                 record = None
             if record is not None:
                 return _replay(record, expected)
 
             try:
-                session.connection().execute(_BEGIN, {
+                run(session, _BEGIN, {
                     "company_id": g.company_id, "operation": operation, "key": key,
                     "fingerprint": expected, "status_code": None, "response_body": None,
                     "created_at": now})
             except IntegrityError:
                 # A concurrent request holds the key and has committed: replay what it did.
                 session.rollback()
-                record = session.connection().execute(_FIND, ident).first()
+                record = run(session, _FIND, ident).first()
                 if record is None:
                     raise Conflict("a request with this Idempotency-Key is still being processed",
                                    code="idempotency_key_in_use") from None
@@ -106,7 +107,7 @@ def idempotent(low: int, high: int):
             response = current_app.make_response(view(*args, **kwargs))
             if response.status_code < 400:
                 session.flush()  # the effect's own pending changes fail here, not at commit
-                session.connection().execute(_COMPLETE, {
+                run(session, _COMPLETE, {
                     **ident, "b_status_code": response.status_code,
                     "b_response_body": response.get_data(as_text=True)})
             return response

@@ -12,6 +12,7 @@ from app.models import ApiCredential
 from app.services import keys
 from app.services.errors import Forbidden, NotFound
 from app.services.scopes import ALL_SCOPES
+from app.statements import run
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -102,7 +103,7 @@ def authenticate(session: Session, key: str, *, pepper: str, now: datetime) -> K
     if not keys.is_well_formed(key):
         return None
     digest = keys.key_digest(pepper, key)
-    row = session.connection().execute(_BY_DIGEST, {"digest": digest}).first()
+    row = run(session, _BY_DIGEST, {"digest": digest}).first()
     if row is None or row.revoked_at is not None:
         return None
     if row.key_digest != digest and not (row.previous_valid_until and now < row.previous_valid_until):

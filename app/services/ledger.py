@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from app.models import Hold, LedgerEntry, RewardAccount
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
+from app.statements import run
 
 ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY")
 
@@ -84,8 +85,7 @@ _UNSAVED = "ledger_unsaved_accounts"
 def lock(session: Session, company_id: str, customer_id: str, now: datetime) -> LockedAccount:
     """`lock_account` without the ORM: one statement, the same lock, the same maturing.
     The caller must `save` it before the transaction commits (a commit refuses otherwise)."""
-    row = session.connection().execute(_LOCK, {"company_id": company_id,
-                                               "customer_id": customer_id}).first()
+    row = run(session, _LOCK, {"company_id": company_id, "customer_id": customer_id}).first()
     if row is None:
         raise NotFound("customer")
     account = LockedAccount(*row)
@@ -96,11 +96,10 @@ def lock(session: Session, company_id: str, customer_id: str, now: datetime) -> 
 
 def save(session: Session, account: LockedAccount) -> None:
     """Write the account's new entries (one statement) and its balances (one statement)."""
-    connection = session.connection()
     if account.new_entries:
-        connection.execute(_INSERT_ENTRIES, account.new_entries)
+        run(session, _INSERT_ENTRIES, account.new_entries)
         account.new_entries = []
-    connection.execute(_SAVE, {
+    run(session, _SAVE, {
         "b_company_id": account.company_id, "b_customer_id": account.customer_id,
         "b_available": account.available, "b_pending": account.pending,
         "b_reserved": account.reserved, "b_next_maturity_at": account.next_maturity_at,

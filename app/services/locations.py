@@ -12,6 +12,7 @@ from app.models import Cashier, Store, Terminal
 from app.models.base import new_id
 from app.services import companies
 from app.services.errors import Conflict, NotFound
+from app.statements import run
 
 MINIAPP = "MINIAPP"
 CHANNELS = (MINIAPP,)
@@ -92,8 +93,7 @@ def active_terminal_by_pos_key(session: Session, company_id: str, pos_key: str):
     (PostgreSQL text cannot), so such a header names no terminal."""
     if "\x00" in pos_key:
         return None
-    return session.connection().execute(
-        _ACTIVE_BY_POS_KEY, {"company_id": company_id, "pos_key": pos_key}).first()
+    return run(session, _ACTIVE_BY_POS_KEY, {"company_id": company_id, "pos_key": pos_key}).first()
 
 
 def get_terminal(session: Session, company_id: str, terminal_id: str, *,
