@@ -27,6 +27,7 @@ from app.services.checkout_resources import (CheckoutSessionResource, HoldResour
                                              SaleLineResource, SaleResource)
 from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
 from app.services.events import record_event
+from app.statements import run
 
 OPEN, HELD, COMMITTED, EXPIRED = "OPEN", "HELD", "COMMITTED", "EXPIRED"
 ACTIVE, CAPTURED, RELEASED = "ACTIVE", "CAPTURED", "RELEASED"
@@ -145,9 +146,7 @@ _LINES_OF_SALE = (select(SALE_LINES)
                   .order_by(SALE_LINES.c.position))
 
 
-def execute(session: Session, statement, params: dict | list | None = None):
-    """A Core statement on the session's transaction, bypassing the ORM layer."""
-    return session.connection().execute(statement, params)
+execute = run  # a prebuilt statement, straight on the driver where it can be (app.statements)
 
 
 # Reading a session

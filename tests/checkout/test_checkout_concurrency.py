@@ -173,3 +173,38 @@ def test_a_new_hold_racing_the_job_over_an_expired_one_releases_it_once(app, sho
     assert shop.account(customer) == {"available": "70.00", "pending": "0.00", "reserved": "30.00"}
     assert shop.verify() == []
     assert shop.arrange(lambda s: s.scalar(select(func.count()).select_from(Sale))) == 0
+
+
+def test_two_sessions_of_one_receipt_racing_to_commit_make_one_sale(app, shop):
+    customer = shop.customer("100.00")
+    for attempt in range(5):
+        receipt = f"R-RACE-{attempt}"
+        first, second = Register(app.test_client(), shop), Register(app.test_client(), shop)
+        sessions = [(r, r.open(customer, receipt)) for r in (first, second)]
+        quoted = [(r, s["id"], r.quote(s["id"], [line("1", "10.00")])["id"]) for r, s in sessions]
+        responses = _race(*[
+            (lambda r=r, s=s, q=q: r.call("POST", f"/v1/checkout-sessions/{s}/commit", {"quoteId": q}))
+            for r, s, q in quoted])
+        assert sorted(r.status_code for r in responses) == [201, 409]
+        [refused] = [r for r in responses if r.status_code == 409]
+        assert refused.get_json()["code"] == "receipt_already_committed"
+    assert shop.arrange(lambda s: s.scalar(select(func.count()).select_from(Sale))) == 5
+    assert shop.verify() == []
+
+
+def test_one_commit_retried_at_once_with_its_key_makes_one_sale(app, shop):
+    customer = shop.customer("100.00")
+    [(register, session_id, quote_id, hold)] = _held_sessions(app, shop, customer, 1)
+    key = "retry-of-one-commit"
+    responses = _race(*[
+        (lambda r=Register(app.test_client(), shop): r.call(
+            "POST", f"/v1/checkout-sessions/{session_id}/commit", {"quoteId": quote_id}, key=key))
+        for _ in range(8)])
+    assert {r.status_code for r in responses} <= {201, 409}
+    succeeded = [r for r in responses if r.status_code == 201]
+    assert succeeded and len({r.get_data() for r in succeeded}) == 1  # every one the same sale
+    assert all(r.get_json()["code"] == "idempotency_key_in_use"
+               for r in responses if r.status_code == 409)
+    assert shop.arrange(lambda s: s.scalar(select(func.count()).select_from(Sale))) == 1
+    assert _redemptions(shop, hold["id"]) == 1
+    assert shop.verify() == []
