@@ -3,14 +3,14 @@
 A reprint (sale lookup) shows what was printed, with the balance as it was after the sale.
 
 Revision ID: 0005_checkout_receipt_text
-Revises: 0001
+Revises: 0004_customers_trgm
 """
 from alembic import op
 import sqlalchemy as sa
 
 
 revision = '0005_checkout_receipt_text'
-down_revision = '0001'
+down_revision = "0004_customers_trgm"
 branch_labels = None
 depends_on = None
 

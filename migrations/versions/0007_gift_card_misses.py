@@ -1,14 +1,14 @@
 """gift-card lookup misses per key (the rate limit's counter without Redis)
 
 Revision ID: 0007_gift_card_misses
-Revises: 0001
+Revises: 0005_checkout_receipt_text
 """
 from alembic import op
 import sqlalchemy as sa
 
 
 revision = "0007_gift_card_misses"
-down_revision = "0001"
+down_revision = "0005_checkout_receipt_text"
 branch_labels = None
 depends_on = None
 
