@@ -15,6 +15,7 @@ from functools import wraps
 
 from flask import Response, current_app, g, request
 from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from app.db import request_session, utcnow
@@ -32,6 +33,11 @@ _FIND = select(_RECORDS.c.fingerprint, _RECORDS.c.status_code, _RECORDS.c.respon
                _RECORDS.c.created_at).where(*_IDENT)
 _FORGET = delete(_RECORDS).where(*_IDENT)
 _BEGIN = insert(_RECORDS)
+_CLAIM = {name: dialect.insert(_RECORDS)
+          .on_conflict_do_nothing(index_elements=[_RECORDS.c.company_id, _RECORDS.c.operation,
+                                                  _RECORDS.c.key])
+          .returning(_RECORDS.c.key)
+          for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))}
 _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_status_code"),
                                                    response_body=bindparam("b_response_body"))
 
@@ -83,26 +89,27 @@ def idempotent(low: int, high: int):
             ttl = timedelta(seconds=current_app.config["SETTINGS"].idempotency_ttl)
             now = utcnow()
 
-            record = run(session, _FIND, ident).first()
-            if record is not None and record.created_at <= now - ttl:
-                run(session, _FORGET, ident)
-                record = None
-            if record is not None:
-                return _replay(record, expected)
-
-            try:
-                run(session, _BEGIN, {
-                    "company_id": g.company_id, "operation": operation, "key": key,
-                    "fingerprint": expected, "status_code": None, "response_body": None,
-                    "created_at": now})
-            except IntegrityError:
-                # A concurrent request holds the key and has committed: replay what it did.
-                session.rollback()
+            claim = {"company_id": g.company_id, "operation": operation, "key": key,
+                     "fingerprint": expected, "status_code": None, "response_body": None,
+                     "created_at": now}
+            # One statement on the usual path: the key is new and taken at once.
+            dialect = session.connection().dialect.name
+            if run(session, _CLAIM[dialect], claim).first() is None:
+                # Taken already: by a request that finished (its answer is replayed), by one
+                # still running (waited for, on PostgreSQL), or long ago (taken over).
                 record = run(session, _FIND, ident).first()
                 if record is None:
                     raise Conflict("a request with this Idempotency-Key is still being processed",
+                                   code="idempotency_key_in_use")
+                if record.created_at > now - ttl:
+                    return _replay(record, expected)
+                run(session, _FORGET, ident)
+                try:
+                    run(session, _BEGIN, claim)
+                except IntegrityError:
+                    session.rollback()  # another request took the expired key just now
+                    raise Conflict("a request with this Idempotency-Key is still being processed",
                                    code="idempotency_key_in_use") from None
-                return _replay(record, expected)
 
             response = current_app.make_response(view(*args, **kwargs))
             if response.status_code < 400:
