@@ -19,8 +19,8 @@ from sqlalchemy import and_, bindparam, case, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.models import (CatalogItem, CheckoutSession, Customer, Hold, Program, Quote, RewardAccount,
-                        Sale, SaleLine, Store, Subscription, Terminal)
+from app.models import (Cashier, CatalogItem, CheckoutSession, Customer, Hold, Program, Quote,
+                        RewardAccount, Sale, SaleLine, Store, Subscription, Terminal)
 from app.models.base import new_id
 from app.services import ledger, locations, pricing, receipts
 from app.services.checkout_resources import (CheckoutSessionResource, HoldResource, QuoteResource,
@@ -38,7 +38,7 @@ SESSIONS, QUOTES, HOLDS = CheckoutSession.__table__, Quote.__table__, Hold.__tab
 SALES, SALE_LINES, CATALOG = Sale.__table__, SaleLine.__table__, CatalogItem.__table__
 _PROGRAMS, _SUBSCRIPTIONS = Program.__table__, Subscription.__table__
 _TERMINALS, _STORES, _ACCOUNTS = Terminal.__table__, Store.__table__, RewardAccount.__table__
-_CUSTOMERS = Customer.__table__
+_CUSTOMERS, _CASHIERS = Customer.__table__, Cashier.__table__
 
 
 def session_key():
@@ -95,7 +95,7 @@ def _of_company(table, column, id_param: str):
                                 table.c.id == bindparam(id_param)).scalar_subquery()
 
 
-# What a new session must check, in one statement.
+# What a new session must check, in one statement; and the cashier as the catalog knows it.
 _CREATION_CONTEXT = select(
     _of_company(_CUSTOMERS, _CUSTOMERS.c.id, "customer_id").label("customer_id"),
     select(SALES.c.id).where(SALES.c.company_id == bindparam("company"),
@@ -104,6 +104,10 @@ _CREATION_CONTEXT = select(
     _of_company(_TERMINALS, _TERMINALS.c.state, "terminal_id").label("terminal_state"),
     _of_company(_TERMINALS, _TERMINALS.c.store_id, "terminal_id").label("terminal_store_id"),
     _of_company(_STORES, _STORES.c.id, "store_id").label("store_id"),
+    *(select(column).where(_CASHIERS.c.company_id == bindparam("company"),
+                           _CASHIERS.c.external_id == bindparam("cashier_external_id"))
+      .scalar_subquery().label(f"cashier_{column.name}")
+      for column in (_CASHIERS.c.id, _CASHIERS.c.name)),
 )
 
 _CATALOG_FLAGS = select(CATALOG.c.sku, CATALOG.c.redeemable, CATALOG.c.accruable).where(
@@ -226,7 +230,8 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
                            "differs from the terminal named by X-Loyalty-Pos-Key", "value_error")
     found = execute(session, _CREATION_CONTEXT, {
         "company": company_id, "customer_id": customer_id, "receipt_id": external_receipt_id,
-        "terminal_id": None if pos_terminal else terminal_id, "store_id": store_id}).one()
+        "terminal_id": None if pos_terminal else terminal_id, "store_id": store_id,
+        "cashier_external_id": cashier["external_id"] if cashier else None}).one()
     if pos_terminal is not None:
         terminal_id, store_id = pos_terminal.id, pos_terminal.store_id
     elif terminal_id is not None:
@@ -241,10 +246,10 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
         raise NotFound("customer")
     if found.sale_id is not None:
         raise Conflict("this receipt already has a committed sale", code="receipt_already_committed")
-    cashier_id = None
-    if cashier is not None:
+    cashier_id = found.cashier_id
+    if cashier is not None and (cashier_id is None or found.cashier_name != cashier["name"]):
         cashier_id = locations.upsert_cashier(session, company_id, cashier["external_id"],
-                                              cashier["name"], now).id
+                                              cashier["name"], now).id  # new, or renamed
     row = CheckoutSessionResource(
         id=new_id(), external_receipt_id=external_receipt_id, customer_id=customer_id,
         terminal_id=terminal_id, store_id=store_id, cashier_id=cashier_id, state=OPEN,
