@@ -60,7 +60,8 @@ class Shop:
     key: str
     registers: list[floor.Register]
     hot: list[str]
-    stable: set[str]
+    stable: set[str]  # ids that exist before any measured checkout (the floor keeps them)
+    trace: floor.Trace | None = None  # one checkout's statements, as the app sent them
 
 
 def seed(url: str, registers: int, extra_customers: int) -> Shop:
@@ -129,8 +130,8 @@ def seed(url: str, registers: int, extra_customers: int) -> Shop:
     session.execute(text("ANALYZE"))  # a shop in business has statistics: plans as in production
     session.commit()
     session.close()
-    shop = Shop(key=key, registers=made, hot=hot, stable=stable)
-    shop.trace = floor.capture(app, headers, made[0], LINES)
+    shop = Shop(key=key, registers=made, hot=hot, stable=stable,
+                trace=floor.capture(app, headers, made[0], LINES))
     app.extensions["engine"].dispose()
     return shop
 
@@ -305,6 +306,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--registers", default="16,64")
     parser.add_argument("--pause-ms", type=float, default=50)
+    parser.add_argument("--paused-registers", default="16",
+                        help="comma-separated register counts for the paused runs")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--processes", type=int, default=4, help="load generator processes")
     parser.add_argument("--extra-customers", type=int, default=20_000)
@@ -315,7 +318,8 @@ def main() -> None:
     report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers}
 
     with bench_database() as url:
-        shop = seed(url, max(counts), args.extra_customers)
+        paused = [] if "paused" in skip else [int(n) for n in args.paused_registers.split(",")]
+        shop = seed(url, max(counts + paused), args.extra_customers)
         report["statements_per_request"] = shop.trace.statements()
         print(json.dumps({"statements_per_request": report["statements_per_request"]}), flush=True)
         dsn = url.replace("postgresql+psycopg2://", "postgresql://")
@@ -345,11 +349,11 @@ def main() -> None:
                         report[f"{variant} {n} {kind}"] = result
                         print(json.dumps({f"{variant} customers, {n} registers, {kind}": result}),
                               flush=True)
-            if "paused" not in skip:
-                tally, elapsed = play(http(16, variants["own"]), args.seconds,
+            for n in paused:
+                tally, elapsed = play(http(n, variants["own"]), args.seconds,
                                       pause=args.pause_ms / 1000, processes=args.processes)
-                report["paused 16 http"] = summary(tally, elapsed)
-                print(json.dumps({"16 registers pausing, http": report["paused 16 http"]}),
+                report[f"paused {n} http"] = summary(tally, elapsed)
+                print(json.dumps({f"{n} registers pausing, http": report[f"paused {n} http"]}),
                       flush=True)
     print(json.dumps(report, indent=1))
 
