@@ -22,7 +22,7 @@ from sqlalchemy import exc
 from sqlalchemy.orm import Session
 
 _PREPARED: dict = {}
-_FALLBACK = object()
+_MOST_PREPARED = 2000  # statements are built once, so this is never reached; a guard only
 
 
 class Rows:
@@ -51,11 +51,15 @@ class Rows:
 
 
 class _Prepared:
-    __slots__ = ("compiled", "sql", "processors", "row_types")
+    __slots__ = ("statement", "compiled", "sql", "processors", "row_types", "direct")
 
-    def __init__(self, compiled):
+    def __init__(self, statement, compiled):
+        # Holding the statement keeps its id from being reused while it is cached.
+        self.statement = statement
         self.compiled = compiled
         self.sql = compiled.string
+        self.direct = not (compiled.literal_execute_params or compiled.positional
+                           or "POSTCOMPILE" in self.sql)
         escaped = compiled.escaped_bind_names or {}
         self.processors = [(escaped.get(name, name), process)
                            for name, process in compiled._bind_processors.items()
@@ -63,16 +67,16 @@ class _Prepared:
         self.row_types: dict = {}
 
 
-def _prepare(connection, statement, params: dict):
+def _prepare(connection, statement, params: dict) -> _Prepared:
     keys = tuple(params) if statement.is_insert else None
     key = (id(statement), connection.dialect.name, keys)
     prepared = _PREPARED.get(key)
-    if prepared is None:
+    if prepared is None or prepared.statement is not statement:
+        if len(_PREPARED) >= _MOST_PREPARED:
+            _PREPARED.clear()
         compiled = statement.compile(dialect=connection.dialect,
                                      column_keys=list(keys) if keys is not None else None)
-        usable = not compiled.literal_execute_params and "POSTCOMPILE" not in compiled.string \
-            and not compiled.positional
-        prepared = _PREPARED[key] = _Prepared(compiled) if usable else _FALLBACK
+        prepared = _PREPARED[key] = _Prepared(statement, compiled)
     return prepared
 
 
@@ -81,7 +85,7 @@ def run(session: Session, statement, params: dict | list | None = None):
     if connection.dialect.name != "postgresql" or not isinstance(params, dict):
         return connection.execute(statement, params)
     prepared = _prepare(connection, statement, params)
-    if prepared is _FALLBACK:
+    if not prepared.direct:
         return connection.execute(statement, params)
 
     values = prepared.compiled.construct_params(params)
