@@ -77,7 +77,8 @@ def capture(app, headers: dict, register: Register, lines: list[dict]) -> Trace:
             "cashier": {"externalId": register.cashier_id, "name": "Cashier"}})
         quote = call("quote", "POST", f"/v1/checkout-sessions/{session['id']}/quote",
                      {"lines": lines})
-        call("hold", "POST", f"/v1/checkout-sessions/{session['id']}/hold", {"quoteId": quote["id"]})
+        call("hold", "POST", f"/v1/checkout-sessions/{session['id']}/hold",
+             {"quoteId": quote["id"]})
         sale = call("commit", "POST", f"/v1/checkout-sessions/{session['id']}/commit",
                     {"quoteId": quote["id"]})
         call("return", "POST", f"/v1/sales/{sale['id']}/returns",

@@ -78,7 +78,8 @@ class CreateQuoteRequest(Schema):
 
 class CreateHoldRequest(Schema):
     quote_id = text("quoteId", maximum=128, required=True)
-    amount = money_field(minimum=1, **OPTIONAL, metadata={"description": "Default: the quote's discount"})
+    amount = money_field(minimum=1, **OPTIONAL,
+                         metadata={"description": "Default: the quote's discount"})
 
 
 class ReleaseHoldRequest(Schema):

@@ -77,9 +77,11 @@ _CONTEXT = (
                        HOLDS.c.checkout_session_id == SESSIONS.c.id,
                        HOLDS.c.state == ACTIVE).label("hold_expires_at"),
            _of_session(_ACCOUNTS.c.available, *_ACCOUNT_OF_SESSION).label("available"),
-           _of_session(_ACCOUNTS.c.next_maturity_at, *_ACCOUNT_OF_SESSION).label("next_maturity_at"),
+           _of_session(_ACCOUNTS.c.next_maturity_at,
+                       *_ACCOUNT_OF_SESSION).label("next_maturity_at"),
            _of_session(SALES.c.id, _OF_SESSION_COMPANY[SALES],
-                       SALES.c.external_receipt_id == SESSIONS.c.external_receipt_id).label("sale_id"))
+                       SALES.c.external_receipt_id == SESSIONS.c.external_receipt_id)
+           .label("sale_id"))
     .select_from(
         SESSIONS
         .join(_PROGRAMS, _PROGRAMS.c.company_id == SESSIONS.c.company_id)
@@ -222,7 +224,8 @@ class RegisterTerminal:
 def create_session(session: Session, company_id: str, *, external_receipt_id: str,
                    customer_id: str, now: datetime, ttl_seconds: int,
                    pos_terminal: RegisterTerminal | None = None, terminal_id: str | None = None,
-                   store_id: str | None = None, cashier: dict | None = None) -> CheckoutSessionResource:
+                   store_id: str | None = None,
+                   cashier: dict | None = None) -> CheckoutSessionResource:
     """One receipt of the register for one customer. The terminal comes from the register's
     pos key or `terminalId`; the store is the terminal's, else `storeId`, else none."""
     if pos_terminal is not None and terminal_id is not None and terminal_id != pos_terminal.id:
@@ -245,7 +248,8 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
     if found.customer_id is None:
         raise NotFound("customer")
     if found.sale_id is not None:
-        raise Conflict("this receipt already has a committed sale", code="receipt_already_committed")
+        raise Conflict("this receipt already has a committed sale",
+                       code="receipt_already_committed")
     cashier_id = found.cashier_id
     if cashier is not None and (cashier_id is None or found.cashier_name != cashier["name"]):
         cashier_id = locations.upsert_cashier(session, company_id, cashier["external_id"],
@@ -261,7 +265,8 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
 
 # Quotes
 
-def _restriction(ctx, now: datetime, available: int, lines: list[pricing.ReceiptLine]) -> str | None:
+def _restriction(ctx, now: datetime, available: int,
+                 lines: list[pricing.ReceiptLine]) -> str | None:
     if is_stopped(ctx, now):
         return "SUBSCRIPTION_INACTIVE"
     if ctx.terminal_id is not None and ctx.terminal_state != ACTIVE:

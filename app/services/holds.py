@@ -21,8 +21,9 @@ from app.services.events import record_event
 SESSION_EXPIRED_REASON = "checkout session expired"
 
 _KEY = session_key()
-_HELD = update(SESSIONS).where(*_KEY, SESSIONS.c.state == bindparam("seen"),
-                               SESSIONS.c.latest_quote_id == bindparam("quote_id")).values(state=HELD)
+_HELD = update(SESSIONS).where(
+    *_KEY, SESSIONS.c.state == bindparam("seen"),
+    SESSIONS.c.latest_quote_id == bindparam("quote_id")).values(state=HELD)
 _OPENED = update(SESSIONS).where(*_KEY, SESSIONS.c.state == HELD).values(state=OPEN)
 _EXPIRED = update(SESSIONS).where(*_KEY).values(state=EXPIRED)
 _INSERT_HOLD = insert(HOLDS)
@@ -33,7 +34,8 @@ _HOLDS_DUE = (select(HOLDS.c.company_id, HOLDS.c.checkout_session_id)
               .where(HOLDS.c.state == ACTIVE, HOLDS.c.expires_at <= bindparam("now"))
               .order_by(HOLDS.c.expires_at).limit(bindparam("limit")))
 _SESSIONS_DUE = (select(SESSIONS.c.company_id, SESSIONS.c.id)
-                 .where(SESSIONS.c.state.in_((OPEN, HELD)), SESSIONS.c.expires_at <= bindparam("now"))
+                 .where(SESSIONS.c.state.in_((OPEN, HELD)),
+                        SESSIONS.c.expires_at <= bindparam("now"))
                  .order_by(SESSIONS.c.expires_at).limit(bindparam("limit")))
 _LOCK_SESSION = (select(SESSIONS.c.state, SESSIONS.c.customer_id, SESSIONS.c.expires_at)
                  .where(*_KEY).with_for_update(skip_locked=True))
@@ -143,12 +145,14 @@ def expire_holds(session: Session, now: datetime, limit: int = 200) -> int:
 def expire_sessions(session: Session, now: datetime, limit: int = 200) -> int:
     """Periodic: sessions left uncommitted past SESSION_TTL become EXPIRED, releasing their hold."""
     count = 0
-    for company_id, session_id in execute(session, _SESSIONS_DUE, {"now": now, "limit": limit}).all():
+    due = execute(session, _SESSIONS_DUE, {"now": now, "limit": limit}).all()
+    for company_id, session_id in due:
         locked = execute(session, _LOCK_SESSION, _key(company_id, session_id)).first()
         if locked is None or locked.state not in (OPEN, HELD) or locked.expires_at > now:
             continue
         if locked.state == HELD:
-            _end_hold(session, company_id, session_id, locked.customer_id, SESSION_EXPIRED_REASON, now)
+            _end_hold(session, company_id, session_id, locked.customer_id,
+                      SESSION_EXPIRED_REASON, now)
         execute(session, _EXPIRED, _key(company_id, session_id))
         count += 1
     session.flush()

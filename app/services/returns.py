@@ -105,7 +105,8 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
         ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_pending,
                     status="PENDING", available_at=sale.accrual_available_at, **entry)
     if taken.from_available:
-        ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_available, **entry)
+        ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_available,
+                    **entry)
     ledger.save(session, account)
 
     returned = {share.line_id: share for share in shares}

@@ -181,13 +181,15 @@ class Register:
 
     def call(self, method: str, path: str, body: dict | None = None, *, key: str | None = None,
              expect: int | None = None, **headers):
-        response = self.client.open(path, method=method, json=body, headers=self.headers(key, **headers))
+        response = self.client.open(path, method=method, json=body,
+                                    headers=self.headers(key, **headers))
         self.last = response
         if expect is not None:
             assert response.status_code == expect, (response.status_code, response.get_json())
         return response
 
-    def open(self, customer_id: str, receipt: str | None = None, *, expect: int | None = 201, **more):
+    def open(self, customer_id: str, receipt: str | None = None, *, expect: int | None = 201,
+             **more):
         body = {"externalReceiptId": receipt or f"R-{uuid.uuid4().hex[:12]}",
                 "customerId": customer_id, **more}
         return self.call("POST", "/v1/checkout-sessions", body, expect=expect).get_json()

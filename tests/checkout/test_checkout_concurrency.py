@@ -87,7 +87,8 @@ def _held_sessions(app, shop, customer, n):
 def _hold_states(shop, session_ids):
     def work(session):
         return dict(session.execute(select(Hold.checkout_session_id, Hold.state).where(
-            Hold.company_id == shop.tenant.company_id, Hold.checkout_session_id.in_(session_ids))).all())
+            Hold.company_id == shop.tenant.company_id,
+            Hold.checkout_session_id.in_(session_ids))).all())
     return shop.arrange(work)
 
 
@@ -183,7 +184,8 @@ def test_two_sessions_of_one_receipt_racing_to_commit_make_one_sale(app, shop):
         sessions = [(r, r.open(customer, receipt)) for r in (first, second)]
         quoted = [(r, s["id"], r.quote(s["id"], [line("1", "10.00")])["id"]) for r, s in sessions]
         responses = _race(*[
-            (lambda r=r, s=s, q=q: r.call("POST", f"/v1/checkout-sessions/{s}/commit", {"quoteId": q}))
+            (lambda r=r, s=s, q=q: r.call("POST", f"/v1/checkout-sessions/{s}/commit",
+                                          {"quoteId": q}))
             for r, s, q in quoted])
         assert sorted(r.status_code for r in responses) == [201, 409]
         [refused] = [r for r in responses if r.status_code == 409]

@@ -66,12 +66,15 @@ def test_every_checkout_operation_declares_the_range(app):
     from app.api.base import operations
     declared = {(method, rule): operation for method, rule, operation in operations(app)
                 if "/checkout-sessions" in rule or "/sales" in rule}
+    session = "/v1/checkout-sessions/<checkout_session_id>"
+    keyed = ("checkout:write", (8, 100))
     assert {key: (op.scope, op.idempotency) for key, op in declared.items()} == {
-        ("POST", "/v1/checkout-sessions"): ("checkout:write", (8, 100)),
-        ("POST", "/v1/checkout-sessions/<checkout_session_id>/quote"): ("checkout:write", (8, 100)),
-        ("POST", "/v1/checkout-sessions/<checkout_session_id>/hold"): ("checkout:write", (8, 100)),
-        ("DELETE", "/v1/checkout-sessions/<checkout_session_id>/hold"): ("checkout:write", (8, 100)),
-        ("POST", "/v1/checkout-sessions/<checkout_session_id>/commit"): ("checkout:write", (8, 100)),
-        ("GET", "/v1/sales/by-external-receipt/<path:external_receipt_id>"): ("checkout:write", None),
-        ("POST", "/v1/sales/<sale_id>/returns"): ("checkout:write", (8, 100)),
+        ("POST", "/v1/checkout-sessions"): keyed,
+        ("POST", f"{session}/quote"): keyed,
+        ("POST", f"{session}/hold"): keyed,
+        ("DELETE", f"{session}/hold"): keyed,
+        ("POST", f"{session}/commit"): keyed,
+        ("GET", "/v1/sales/by-external-receipt/<path:external_receipt_id>"):
+            ("checkout:write", None),
+        ("POST", "/v1/sales/<sale_id>/returns"): keyed,
     }

@@ -42,7 +42,8 @@ def test_no_checkout_id_crosses_companies(app, client, shop, other_tenant):
     their_sale = plain.checkout(their_customer, RECEIPT)["sale"]
     assert their_sale["customerId"] == their_customer
     again = plain.open(their_customer, "R-SHARED")
-    assert plain.commit(again["id"], plain.quote(again["id"], RECEIPT)["id"])["externalReceiptId"] == "R-SHARED"
+    sale_again = plain.commit(again["id"], plain.quote(again["id"], RECEIPT)["id"])
+    assert sale_again["externalReceiptId"] == "R-SHARED"
     assert mine.lookup("R-SHARED") == sale
 
     # Nothing of mine moved.

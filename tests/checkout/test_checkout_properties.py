@@ -70,7 +70,8 @@ def test_quote_properties(shop_with_catalog, drawn, balance, cap):
         assert 0 <= line.discount <= line.redeemable <= amount
         assert line.accrual >= 0
         if _excluded(sku, 0):
-            assert (line.redeemable, line.discount, line.restriction) == (0, 0, "ITEM_NOT_REDEEMABLE")
+            assert (line.redeemable, line.discount, line.restriction) == (
+                0, 0, "ITEM_NOT_REDEEMABLE")
         if _excluded(sku, 1):
             assert line.accrual == 0
     if quote.allowed:
@@ -112,7 +113,8 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
     assert sum(line.discount for line in sale.lines) == held
     for (sku, amount, _), line in zip(drawn, sale.lines):
         assert 0 <= line.discount <= amount and line.accrual >= 0
-        assert not (_excluded(sku, 0) and line.discount) and not (_excluded(sku, 1) and line.accrual)
+        assert not (_excluded(sku, 0) and line.discount)
+        assert not (_excluded(sku, 1) and line.accrual)
     assert sale.accrued == sum(line.accrual for line in sale.lines)
     assert shop.verify() == []
 
@@ -138,7 +140,8 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
         assert shop.verify() == []
         if not left:
             break
-    with_returns = _run(shop, lambda s: checkout.sale_by_receipt(s, company, sale.external_receipt_id))
+    with_returns = _run(shop, lambda s: checkout.sale_by_receipt(s, company,
+                                                                sale.external_receipt_id))
     assert all(line.returned_quantity == line.quantity for line in with_returns.lines)
     # Everything went back: the customer ends where they began, but for what was forgiven.
     after = _balance(shop, customer)

@@ -71,7 +71,8 @@ def test_redemption_capped_by_the_balance(register, shop):
     # Σ redeemable 45.00 > balance 12.34. 12.34 over 30 : 15 → 8.22 (rem 3000/4500) and 4.11
     # (rem 1500/4500): the kopeck left goes to line 1. Accrual: 91.77 × 5 % = 4.58,
     # 45.89 × 5 % = 2.29.
-    assert _lines(quote) == {"1": ("30.00", "8.23", "4.58", None), "2": ("15.00", "4.11", "2.29", None)}
+    assert _lines(quote) == {"1": ("30.00", "8.23", "4.58", None),
+                             "2": ("15.00", "4.11", "2.29", None)}
     assert (quote["redeemable"], quote["discount"], quote["accrual"]) == ("12.34", "12.34", "6.87")
     register.hold(session["id"], quote["id"])
     assert shop.account(customer) == {"available": "0.00", "pending": "0.00", "reserved": "12.34"}

@@ -118,7 +118,8 @@ def test_a_pending_accrual_is_cancelled_first(register, shop, db):
     assert _totals(first) == ("0.00", "5.00", "0.00", "PARTIALLY_RETURNED")
     assert first["balance"] == {"available": "0.00", "pending": "2.50", "reserved": "0.00"}
     # Fifteen days on the rest has matured: the accrual and its cancellation together.
-    account = ledger.lock_account(db, shop.tenant.company_id, customer, utcnow() + timedelta(days=15))
+    account = ledger.lock_account(db, shop.tenant.company_id, customer,
+                                  utcnow() + timedelta(days=15))
     assert (account.available, account.pending) == (250, 0)
     db.commit()
     second = register.return_lines(sale["id"], [("2", "1.5")])

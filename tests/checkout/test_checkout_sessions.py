@@ -70,7 +70,8 @@ def test_the_cashier_block_enters_the_cashier_catalog(register, shop, db):
     cashiers = db.scalars(select(Cashier).where(Cashier.company_id == shop.tenant.company_id)).all()
     assert [(c.external_id, c.name) for c in cashiers] == [("C-7", "Olga P.")]
     # Safe data only: a PIN is an unknown field.
-    register.open(customer, cashier={"externalId": "C-8", "name": "Ivan", "pin": "1234"}, expect=422)
+    register.open(customer, cashier={"externalId": "C-8", "name": "Ivan", "pin": "1234"},
+                  expect=422)
     assert register.last.get_json()["detail"][0]["loc"] == ["body", "cashier", "pin"]
 
 
@@ -82,8 +83,8 @@ def test_unknown_customer_is_404_and_the_body_is_validated(register, shop):
     assert register.last.get_json()["detail"][0]["loc"] == ["body", "externalReceiptId"]
     register.call("POST", "/v1/checkout-sessions", {"customerId": customer}, expect=422)
     assert register.last.get_json()["detail"][0]["loc"] == ["body", "externalReceiptId"]
-    register.call("POST", "/v1/checkout-sessions", {"externalReceiptId": "R", "customerId": customer,
-                                                   "companyId": "x"}, expect=422)
+    register.call("POST", "/v1/checkout-sessions",
+                  {"externalReceiptId": "R", "customerId": customer, "companyId": "x"}, expect=422)
     assert register.last.get_json()["detail"][0]["loc"] == ["body", "companyId"]
 
 

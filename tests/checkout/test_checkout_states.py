@@ -254,5 +254,6 @@ def test_sale_lookup_by_the_registers_receipt_id(register, shop):
     assert register.lookup("2024/0001-A") == sale
     assert register.lookup("2024%2F0001-A") == sale
     register.lookup("no-such-receipt", expect=404)
-    assert register.lookup("x" * 129, expect=422)["detail"][0]["loc"] == ["path", "external_receipt_id"]
+    too_long = register.lookup("x" * 129, expect=422)
+    assert too_long["detail"][0]["loc"] == ["path", "external_receipt_id"]
     register.lookup("x" * 128, expect=404)

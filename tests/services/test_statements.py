@@ -27,7 +27,9 @@ def session(app):
 def test_rows_rowcount_and_the_listeners(app, session):
     seen = []
     engine = app.extensions["engine"]
-    listener = lambda conn, cursor, statement, *rest: seen.append(statement.split()[0])  # noqa: E731
+    def listener(conn, cursor, statement, *rest):
+        seen.append(statement.split()[0])
+
     event.listen(engine, "before_cursor_execute", listener)
     try:
         now = utcnow()
@@ -55,4 +57,5 @@ def test_errors_come_out_as_sqlalchemys(session):
 def test_a_naive_time_is_refused_as_the_column_type_refuses_it(session):
     from sqlalchemy.exc import StatementError
     with pytest.raises((ValueError, StatementError)):
-        run(session, _ADD, {"id": "c-1", "name": "One", "created_at": utcnow().replace(tzinfo=None)})
+        run(session, _ADD, {"id": "c-1", "name": "One",
+                            "created_at": utcnow().replace(tzinfo=None)})
