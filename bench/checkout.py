@@ -24,6 +24,7 @@ import random
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from harness import PEPPER, bench_database, gunicorn  # also puts the repository on sys.path
@@ -311,10 +312,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--processes", type=int, default=4, help="load generator processes")
     parser.add_argument("--extra-customers", type=int, default=20_000)
-    parser.add_argument("--skip", default="", help="comma-separated: floor,http,hot,paused")
+    parser.add_argument("--skip", default=[], help="comma-separated: floor,http,hot,paused",
+                        action="append")
     args = parser.parse_args()
     counts = [int(n) for n in args.registers.split(",")]
-    skip = set(filter(None, args.skip.split(",")))
+    skip = {part for given in args.skip for part in given.split(",") if part}
     report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers}
 
     with bench_database() as url:
@@ -323,7 +325,8 @@ def main() -> None:
         report["statements_per_request"] = shop.trace.statements()
         print(json.dumps({"statements_per_request": report["statements_per_request"]}), flush=True)
         dsn = url.replace("postgresql+psycopg2://", "postgresql://")
-        with gunicorn(url, workers=args.workers) as port:
+        needs_server = "http" not in skip or paused
+        with gunicorn(url, workers=args.workers) if needs_server else nullcontext() as port:
             def http(n, customers_of):
                 return [lambda r=r, c=customers_of(i): HttpRegister(port, shop.key, r, c)
                         for i, r in enumerate(shop.registers[:n])]
@@ -333,7 +336,8 @@ def main() -> None:
                                                                      r, c)
                         for i, r in enumerate(shop.registers[:n])]
 
-            play(http(8, lambda i: [shop.registers[i].customer_id]), seconds=3)  # warm up
+            if needs_server:
+                play(http(8, lambda i: [shop.registers[i].customer_id]), seconds=3)  # warm up
             variants = {"own": lambda i: [shop.registers[i].customer_id],
                         "hot": lambda i: shop.hot}
             for variant, customers_of in variants.items():

@@ -8,8 +8,8 @@ fresh ids, keys and receipt ids, the client's own customer and terminal, and tim
 to now, so each replay is a new checkout with the same database work. What the app costs
 beyond this floor is our Python.
 
-Used by bench/checkout.py in the same run; alone: `python bench/floor.py` prints nothing
-useful (it needs the seeded database bench/checkout.py makes).
+bench/checkout.py measures it in the same run as the app. Alone, `python bench/floor.py
+[bench/checkout.py's options]` seeds the same shop and measures only the floor.
 """
 from __future__ import annotations
 
@@ -161,3 +161,12 @@ def _flat(parameters):
     elif isinstance(parameters, (list, tuple)):
         for item in parameters:
             yield from _flat(item) if isinstance(item, (dict, list, tuple)) else (item,)
+
+
+if __name__ == "__main__":
+    import sys
+
+    import checkout  # bench/checkout.py: the shop, the registers, the report
+
+    sys.argv += ["--skip", "http,paused"]
+    checkout.main()
