@@ -187,7 +187,10 @@ def closed_loop(scenario, port: int, headers_per_client: list[dict], seconds: fl
     closed loop) until the time is up. Clients are threads spread over a few processes so
     the generator itself is not held by one interpreter lock."""
     queue = multiprocessing.Queue()
-    chunks = [headers_per_client[i::processes] for i in range(processes)]
+    # Contiguous slices, so client_index (slice start + position) names each client's headers.
+    count = len(headers_per_client)
+    chunks = [headers_per_client[i * count // processes:(i + 1) * count // processes]
+              for i in range(processes)]
     bases, workers = [], []
     started = time.perf_counter()
     offset = 0
