@@ -31,8 +31,8 @@ def wrk(port: int, path: str, key: str | None, clients: int, seconds: float) -> 
         command[1:1] = ["-H", f"Authorization: Bearer {key}"]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
-    p50 = re.search(r"50%\s+(\S+)", output).group(1)
-    p99 = re.search(r"99%\s+(\S+)", output).group(1)
+    p50 = re.search(r"^\s+50%\s+(\S+)", output, re.MULTILINE).group(1)
+    p99 = re.search(r"^\s+99%\s+(\S+)", output, re.MULTILINE).group(1)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
     return {"client": "wrk", "path": path, "clients": clients, "per_second": rate, "p50": p50,
             "p99": p99, "non_2xx": int(errors.group(1)) if errors else 0}
