@@ -2,8 +2,8 @@ import marshmallow as ma
 
 from app.api.base import Schema
 from app.api.checkout_schemas import MAX_LINES, SALE_STATES, SaleResponse, text
-from app.api.fields import no_nul
-from app.api.fields import Amount, Quantity, Timestamp
+from app.api.customers_schemas import RewardBalance
+from app.api.fields import Amount, Quantity, Timestamp, no_nul
 
 
 class SaleLookupPath(Schema):
@@ -32,12 +32,6 @@ class ReturnLineResponse(Schema):
     reversedAccrual = Amount(required=True)
 
 
-class CheckoutBalance(Schema):
-    available = Amount(required=True)
-    pending = Amount(required=True)
-    reserved = Amount(required=True)
-
-
 class ReturnResponse(Schema):
     id = ma.fields.String(required=True)
     saleId = ma.fields.String(required=True)
@@ -50,5 +44,5 @@ class ReturnResponse(Schema):
     forgivenAccrual = Amount(required=True, metadata={
         "description": "Earned bonuses the clawback policy let the customer keep"})
     saleState = ma.fields.String(required=True, validate=ma.validate.OneOf(SALE_STATES))
-    balance = ma.fields.Nested(CheckoutBalance, required=True)
+    balance = ma.fields.Nested(RewardBalance, required=True)
     createdAt = Timestamp(required=True)

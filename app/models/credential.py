@@ -28,7 +28,3 @@ class ApiCredential(TenantMixin, Base):
     last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     rotated_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
-
-    @property
-    def scope_set(self) -> frozenset[str]:
-        return frozenset(self.scopes.split())
