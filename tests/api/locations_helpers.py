@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import itertools
-import threading
 
 _numbers = itertools.count(1)
+
+from tests.concurrency import run_together  # noqa: F401  (used by the location tests)
 
 
 def store_body(**overrides) -> dict:
@@ -31,24 +32,3 @@ def create_terminal(client, tenant, store_id: str, **overrides) -> dict:
 def validation_locs(response) -> list:
     assert response.status_code == 422, response.get_json()
     return [item["loc"] for item in response.get_json()["detail"]]
-
-
-def run_together(calls: list) -> list:
-    """Each call in a thread of its own, all released at once; what each returned, or the
-    exception it raised."""
-    barrier = threading.Barrier(len(calls))
-    results: list = [None] * len(calls)
-
-    def run(index, call):
-        barrier.wait()
-        try:
-            results[index] = call()
-        except Exception as error:  # returned for the test to assert on
-            results[index] = error
-
-    threads = [threading.Thread(target=run, args=item) for item in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results

@@ -1,7 +1,7 @@
 """Concurrent debits on one account serialise on its row lock (PostgreSQL)."""
 from __future__ import annotations
 
-import threading
+from functools import partial
 
 import pytest
 from sqlalchemy import select
@@ -10,26 +10,15 @@ from app.models import LedgerEntry
 from app.services import ledger
 from tests.api.test_customers import enrol
 
+from tests.concurrency import raising, run_together
+
 pytestmark = pytest.mark.postgres
 
 
 def together(app, count, request):
     """Run `request(client, i)` in `count` threads released at once; their responses."""
-    start = threading.Barrier(count)
-    answers = [None] * count
-
-    def run(i):
-        client = app.test_client()
-        start.wait()
-        answers[i] = request(client, i)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert all(a is not None for a in answers)
-    return answers
+    clients = [app.test_client() for _ in range(count)]
+    return raising(run_together([partial(request, clients[i], i) for i in range(count)]))
 
 
 def test_twenty_simultaneous_debits_never_take_more_than_the_account_had(app, client, tenant, db):

@@ -3,7 +3,6 @@ one account never reserve more than was available; a commit racing a release, or
 job, ends the hold exactly one way."""
 from __future__ import annotations
 
-import threading
 import time
 from datetime import timedelta
 
@@ -16,30 +15,14 @@ from app.services import holds
 from app.services.money import parse_amount
 from tests.checkout.conftest import Register, line
 
+from tests.concurrency import raising, run_together
+
 pytestmark = pytest.mark.postgres
 
 
 def _race(*calls):
-    """Run the calls at once (a barrier releases them together); their results in order."""
-    barrier = threading.Barrier(len(calls))
-    results = [None] * len(calls)
-
-    def run(index, call):
-        barrier.wait()
-        try:
-            results[index] = call()
-        except BaseException as error:  # surfaced to the test below
-            results[index] = error
-
-    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results
+    """Run the calls at once; their results in order (an exception in one is raised)."""
+    return raising(run_together(list(calls)))
 
 
 def _registers(app, shop, n):
