@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import itertools
 
-_numbers = itertools.count(1)
-
 from tests.concurrency import run_together  # noqa: F401  (used by the location tests)
+
+_numbers = itertools.count(1)
 
 
 def store_body(**overrides) -> dict:
