@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import multiprocessing
 import random
@@ -27,6 +28,7 @@ import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+import psycopg2
 from harness import PEPPER, bench_database, gunicorn  # also puts the repository on sys.path
 from sqlalchemy import select, text
 
@@ -65,9 +67,11 @@ class Shop:
     trace: floor.Trace | None = None  # one checkout's statements, as the app sent them
 
 
-def seed(url: str, registers: int, extra_customers: int) -> Shop:
+def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Shop:
     """One company, a store with its catalog, a register (terminal + cashier + customer with a
-    big balance) per client, the hot customers, and a crowd of other customers."""
+    big balance) per client, the hot customers, a crowd of other customers, and `history`
+    past checkouts of the crowd (a shop in business: tables of its real size, so the plans
+    PostgreSQL caches per connection are the ones it keeps in production)."""
     app = create_app(Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
                               development=False))
     session = app.extensions["session_factory"]()
@@ -134,7 +138,39 @@ def seed(url: str, registers: int, extra_customers: int) -> Shop:
     shop = Shop(key=key, registers=made, hot=hot, stable=stable,
                 trace=floor.capture(app, headers, made[0], LINES))
     app.extensions["engine"].dispose()
+    if history and crowd:
+        _history(url, shop, [c["id"] for c in crowd], history)
     return shop
+
+
+def _history(url: str, shop: Shop, customers: list[str], count: int, threads: int = 4) -> None:
+    dsn = url.replace("postgresql+psycopg2://", "postgresql://")
+    now = utcnow()
+    past = [floor.Register(r.pos_key, r.terminal_id, customers[i % len(customers)], r.cashier_id)
+            for i, r in zip(range(count), itertools.cycle(shop.registers))]
+
+    def replay(part):
+        replayer = floor.Replayer(dsn, shop.trace, shop.stable)
+        try:
+            replayer.history(part, now)
+        finally:
+            replayer.close()
+
+    # In growing steps, each on new connections after ANALYZE: a connection keeps the plans of
+    # its foreign-key checks, and plans made on near-empty tables scan them whole.
+    for start, end in ((0, count // 100), (count // 100, count // 10), (count // 10, count)):
+        step = past[start:end]
+        workers = [threading.Thread(target=replay, args=(step[i::threads],))
+                   for i in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        connection = psycopg2.connect(dsn)
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+        connection.close()
 
 
 def _checkout_in_process(client, headers, register):
@@ -312,6 +348,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--processes", type=int, default=4, help="load generator processes")
     parser.add_argument("--extra-customers", type=int, default=20_000)
+    parser.add_argument("--history", type=int, default=20_000,
+                        help="past checkouts seeded before measuring")
     parser.add_argument("--skip", default=[], help="comma-separated: floor,http,hot,paused",
                         action="append")
     args = parser.parse_args()
@@ -321,7 +359,7 @@ def main() -> None:
 
     with bench_database() as url:
         paused = [] if "paused" in skip else [int(n) for n in args.paused_registers.split(",")]
-        shop = seed(url, max(counts + paused), args.extra_customers)
+        shop = seed(url, max(counts + paused), args.extra_customers, args.history)
         report["statements_per_request"] = shop.trace.statements()
         print(json.dumps({"statements_per_request": report["statements_per_request"]}), flush=True)
         dsn = url.replace("postgresql+psycopg2://", "postgresql://")

@@ -151,6 +151,26 @@ class Replayer:
             self.connection.commit()
             done()
 
+    def history(self, registers: list[Register], now: datetime, days: int = 30,
+                batch: int = 200) -> None:
+        """A shop's past: one whole checkout per register given, spread over `days` before
+        `now`, committed in batches (seeding, not measuring)."""
+        with self.connection.cursor() as cursor:
+            for index, register in enumerate(registers):
+                fresh = self._fresh(register)
+                when = now - timedelta(days=days * (len(registers) - index) / len(registers))
+                shift = when - self.trace.captured_at
+                for step in STEPS if index % 10 == 9 else STEPS[:-1]:  # 1 in 10 returns
+                    for statement, parameters, many in self.trace.steps[step]:
+                        params = self._params(parameters, fresh, shift)
+                        if many and isinstance(params, list):
+                            cursor.executemany(statement, params)
+                        else:
+                            cursor.execute(statement, params)
+                if index % batch == batch - 1:
+                    self.connection.commit()
+        self.connection.commit()
+
     def close(self) -> None:
         self.connection.close()
 
