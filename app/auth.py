@@ -7,7 +7,7 @@ from flask import current_app, g, request
 
 from app.api.base import current_operation
 from app.db import request_session, utcnow
-from app.services import credentials, locations
+from app.services import credentials
 from app.services.errors import DomainError, Forbidden, InvalidField
 
 BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -32,9 +32,10 @@ def authenticate_request() -> None:
     if not request.path.startswith("/v1/"):
         return
     settings = current_app.config["SETTINGS"]
-    session = request_session()
-    holder = credentials.authenticate(session, _bearer_key(), pepper=settings.api_key_pepper,
-                                      now=utcnow())
+    pos_key = request.headers.get("X-Loyalty-Pos-Key")
+    holder = credentials.authenticate(request_session(), _bearer_key(),
+                                      pepper=settings.api_key_pepper, now=utcnow(),
+                                      pos_key=pos_key if _may_name_terminal(pos_key) else None)
     if holder is None:
         raise Unauthorized("the API key is not valid", code="invalid_api_key")
     g.principal = holder
@@ -45,7 +46,7 @@ def authenticate_request() -> None:
         raise Forbidden(f"this key lacks the scope {operation.scope}", code="insufficient_scope",
                         scope=operation.scope)
     _check_body()
-    _resolve_terminal(session, holder.company_id)
+    _resolve_terminal(pos_key, holder)
 
 
 def _check_body() -> None:
@@ -59,16 +60,21 @@ def _check_body() -> None:
                           code="unsupported_media_type", status=415)
 
 
-def _resolve_terminal(session, company_id: str) -> None:
+def _may_name_terminal(pos_key: str | None) -> bool:
+    """Worth looking up with the key. No posKey is that long or holds a NUL (PostgreSQL text
+    cannot); the error for the first comes after the key's own checks."""
+    return pos_key is not None and len(pos_key) <= POS_KEY_MAX_LENGTH and "\x00" not in pos_key
+
+
+def _resolve_terminal(pos_key: str | None, holder: credentials.KeyHolder) -> None:
+    """The register's terminal, found together with the key (one round trip)."""
     g.terminal = None
-    pos_key = request.headers.get("X-Loyalty-Pos-Key")
     if pos_key is None:
         return
     if len(pos_key) > POS_KEY_MAX_LENGTH:
         raise InvalidField(["header", "X-Loyalty-Pos-Key"],
                            f"at most {POS_KEY_MAX_LENGTH} characters", "string_too_long")
-    terminal = locations.active_terminal_by_pos_key(session, company_id, pos_key)
-    if terminal is None:
+    if holder.terminal is None:
         raise Forbidden("X-Loyalty-Pos-Key names no active terminal of this company",
                         code="terminal_inactive")
-    g.terminal = terminal
+    g.terminal = holder.terminal

@@ -12,7 +12,6 @@ import multiprocessing
 import os
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -191,7 +190,7 @@ def closed_loop(scenario, port: int, headers_per_client: list[dict], seconds: fl
     count = len(headers_per_client)
     chunks = [headers_per_client[i * count // processes:(i + 1) * count // processes]
               for i in range(processes)]
-    bases, workers = [], []
+    workers = []
     started = time.perf_counter()
     offset = 0
     for chunk in chunks:

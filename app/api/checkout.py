@@ -37,11 +37,8 @@ class CheckoutSessions(MethodView):
     @blp.response(201, CheckoutSessionResponse)
     def post(self, body):
         """Open a checkout session: one receipt of the register, one customer."""
-        terminal = g.get("terminal")
-        pos_terminal = (checkout.RegisterTerminal(terminal.id, terminal.store_id)
-                        if terminal else None)
         return sent(checkout.create_session(
-            request_session(), g.company_id, now=utcnow(), pos_terminal=pos_terminal,
+            request_session(), g.company_id, now=utcnow(), pos_terminal=g.get("terminal"),
             ttl_seconds=current_app.config["SETTINGS"].session_ttl, **body), 201)
 
 

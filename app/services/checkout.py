@@ -12,7 +12,6 @@ account is held as a ledger.LockedAccount: no ORM object or flush on this path.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, bindparam, case, insert, select, update
@@ -213,17 +212,9 @@ def expire_touched_hold(session: Session, company_id: str, session_id: str,
 
 # Sessions
 
-@dataclass(frozen=True)
-class RegisterTerminal:
-    """The terminal named by X-Loyalty-Pos-Key (already known to be ACTIVE)."""
-
-    id: str
-    store_id: str
-
-
 def create_session(session: Session, company_id: str, *, external_receipt_id: str,
                    customer_id: str, now: datetime, ttl_seconds: int,
-                   pos_terminal: RegisterTerminal | None = None, terminal_id: str | None = None,
+                   pos_terminal: locations.RegisterTerminal | None = None, terminal_id: str | None = None,
                    store_id: str | None = None,
                    cashier: dict | None = None) -> CheckoutSessionResource:
     """One receipt of the register for one customer. The terminal comes from the register's

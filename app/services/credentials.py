@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.models import ApiCredential
+from app.models import ApiCredential, Terminal
 from app.services import keys
 from app.services.errors import Forbidden, NotFound
+from app.services.locations import RegisterTerminal
 from app.services.scopes import ALL_SCOPES
 from app.statements import run
 
@@ -79,31 +80,48 @@ def revoke_credential(session: Session, company_id: str, credential_id: str, *, 
 
 @dataclass(frozen=True)
 class KeyHolder:
-    """What a request needs of its credential: who, and what it may do."""
+    """What a request needs of its credential: who, what it may do, and from which register
+    (when the request named one and it is an active terminal of the company)."""
 
     company_id: str
     credential_id: str
     scopes: frozenset[str]
+    terminal: RegisterTerminal | None = None
 
 
 # Built once: the per-request lookup is a cached Core statement, not an ORM load.
-_BY_DIGEST = select(
-    ApiCredential.company_id, ApiCredential.id, ApiCredential.scopes, ApiCredential.key_digest,
-    ApiCredential.previous_valid_until, ApiCredential.revoked_at, ApiCredential.last_used_at,
-).where(or_(ApiCredential.key_digest == bindparam("digest"),
-            ApiCredential.previous_key_digest == bindparam("digest")))
+_CREDENTIAL = (ApiCredential.company_id, ApiCredential.id, ApiCredential.scopes,
+               ApiCredential.key_digest, ApiCredential.previous_valid_until,
+               ApiCredential.revoked_at, ApiCredential.last_used_at)
+_MATCHES_DIGEST = or_(ApiCredential.key_digest == bindparam("digest"),
+                      ApiCredential.previous_key_digest == bindparam("digest"))
+_BY_DIGEST = select(*_CREDENTIAL).where(_MATCHES_DIGEST)
+# A register's request also names its terminal: found in the same round trip, on the
+# (company_id, pos_key) unique key of the key's own company.
+_BY_DIGEST_AT_REGISTER = select(
+    *_CREDENTIAL, Terminal.id.label("terminal_id"), Terminal.store_id.label("terminal_store_id"),
+    Terminal.name.label("terminal_name"), Terminal.pos_key.label("terminal_pos_key"),
+).select_from(ApiCredential).outerjoin(Terminal, and_(
+    Terminal.company_id == ApiCredential.company_id, Terminal.pos_key == bindparam("pos_key"),
+    Terminal.state == "ACTIVE",
+)).where(_MATCHES_DIGEST)
 _TOUCH = update(ApiCredential).where(
     ApiCredential.company_id == bindparam("owner_id"), ApiCredential.id == bindparam("credential_id"),
     or_(ApiCredential.last_used_at.is_(None), ApiCredential.last_used_at < bindparam("stale_before")),
 ).values(last_used_at=bindparam("used_at"))
 
 
-def authenticate(session: Session, key: str, *, pepper: str, now: datetime) -> KeyHolder | None:
-    """The holder of a key, or None. One indexed lookup; a malformed key costs none."""
+def authenticate(session: Session, key: str, *, pepper: str, now: datetime,
+                 pos_key: str | None = None) -> KeyHolder | None:
+    """The holder of a key, or None. One indexed lookup, which also finds the active terminal
+    `pos_key` names when one is given; a malformed key costs none."""
     if not keys.is_well_formed(key):
         return None
     digest = keys.key_digest(pepper, key)
-    row = run(session, _BY_DIGEST, {"digest": digest}).first()
+    if pos_key is None:
+        row = run(session, _BY_DIGEST, {"digest": digest}).first()
+    else:
+        row = run(session, _BY_DIGEST_AT_REGISTER, {"digest": digest, "pos_key": pos_key}).first()
     if row is None or row.revoked_at is not None:
         return None
     if row.key_digest != digest and not (row.previous_valid_until and now < row.previous_valid_until):
@@ -113,4 +131,7 @@ def authenticate(session: Session, key: str, *, pepper: str, now: datetime) -> K
         # all writing it.
         session.execute(_TOUCH, {"owner_id": row.company_id, "credential_id": row.id,
                                  "stale_before": now - LAST_USED_RESOLUTION, "used_at": now})
-    return KeyHolder(row.company_id, row.id, frozenset(row.scopes.split()))
+    terminal = (RegisterTerminal(row.terminal_id, row.terminal_store_id, row.terminal_name,
+                                 row.terminal_pos_key)
+                if pos_key is not None and row.terminal_id is not None else None)
+    return KeyHolder(row.company_id, row.id, frozenset(row.scopes.split()), terminal)

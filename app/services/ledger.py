@@ -264,9 +264,9 @@ def verify(session: Session, company_id: str | None = None) -> list[Difference]:
     differences = []
     for company, customer, *values in rows:
         stored, expected = values[:len(computed)], values[len(computed):]
-        for field, was, should in zip(computed, stored, expected):
+        for column, was, should in zip(computed, stored, expected):
             if was != should:
-                differences.append(Difference(company, customer, field, int(was), int(should)))
+                differences.append(Difference(company, customer, column, int(was), int(should)))
     return differences
 
 

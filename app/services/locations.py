@@ -1,10 +1,11 @@
 """Stores, the place directory, terminals (registers) and the cashier catalog."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, literal, select
+from sqlalchemy import func, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -12,7 +13,6 @@ from app.models import Cashier, Store, Terminal
 from app.models.base import new_id
 from app.services import companies
 from app.services.errors import Conflict, NotFound
-from app.statements import run
 
 MINIAPP = "MINIAPP"
 CHANNELS = (MINIAPP,)
@@ -81,19 +81,14 @@ def place_directory(session: Session, company_id: str) -> list[dict]:
 
 # Terminals
 
-# Built once: it runs on every request that carries X-Loyalty-Pos-Key.
-_ACTIVE_BY_POS_KEY = select(Terminal.id, Terminal.store_id, Terminal.name, Terminal.pos_key).where(
-    Terminal.company_id == bindparam("company_id"), Terminal.pos_key == bindparam("pos_key"),
-    Terminal.state == "ACTIVE")
+@dataclass(frozen=True)
+class RegisterTerminal:
+    """The active terminal a register's X-Loyalty-Pos-Key names (found with its API key)."""
 
-
-def active_terminal_by_pos_key(session: Session, company_id: str, pos_key: str):
-    """The register a request comes from (id, store_id, name, pos_key), or None: one lookup on
-    the (company_id, pos_key) unique key, without an ORM object. No posKey holds a NUL
-    (PostgreSQL text cannot), so such a header names no terminal."""
-    if "\x00" in pos_key:
-        return None
-    return run(session, _ACTIVE_BY_POS_KEY, {"company_id": company_id, "pos_key": pos_key}).first()
+    id: str
+    store_id: str
+    name: str
+    pos_key: str
 
 
 def get_terminal(session: Session, company_id: str, terminal_id: str, *,

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import itertools
 
-from tests.concurrency import run_together  # noqa: F401  (used by the location tests)
-
 _numbers = itertools.count(1)
 
 

@@ -7,7 +7,8 @@ from sqlalchemy import func, select
 from app.db import utcnow
 from app.models import Cashier
 from app.services import locations
-from tests.api.locations_helpers import run_together, validation_locs
+from tests.api.locations_helpers import validation_locs
+from tests.concurrency import run_together
 
 
 def _announce(app, tenant, *cashiers: tuple[str, str]) -> list[str]:

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import event, func, select
 
 from app.models import Terminal
-from tests.api.locations_helpers import (create_store, create_terminal, run_together,
-                                        validation_locs)
+from tests.api.locations_helpers import create_store, create_terminal, validation_locs
+from tests.concurrency import run_together
 from tests.conftest import make_tenant
 
 
@@ -319,21 +319,27 @@ def test_the_key_and_scope_are_checked_before_the_pos_key(client, tenant):
     assert refused.status_code == 403 and refused.get_json()["code"] == "insufficient_scope"
 
 
-def test_the_pos_key_costs_one_indexed_lookup(app, client, tenant, store):
+def test_the_pos_key_costs_no_round_trip_of_its_own(app, client, tenant, store):
     create_terminal(client, tenant, store["id"], posKey="front-1")
-    seen: list[str] = []
 
-    def record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
+    def statements(**headers) -> list[str]:
+        seen: list[str] = []
 
-    engine = app.extensions["engine"]
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        assert client.get("/v1/place-directory", headers=tenant.headers(
-            **{"X-Loyalty-Pos-Key": "front-1"})).status_code == 200
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+        def record(conn, cursor, statement, parameters, context, executemany):
+            seen.append(statement)
 
-    lookups = [s for s in seen if "FROM terminals" in s]
-    assert len(lookups) == 1
-    assert "terminals.company_id =" in lookups[0] and "terminals.pos_key =" in lookups[0]
+        engine = app.extensions["engine"]
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            assert client.get("/v1/place-directory",
+                              headers=tenant.headers(**headers)).status_code == 200
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        return seen
+
+    plain, at_register = statements(), statements(**{"X-Loyalty-Pos-Key": "front-1"})
+    assert len(at_register) == len(plain)
+    lookups = [s for s in at_register if "terminals" in s]
+    assert len(lookups) == 1 and "FROM api_credentials" in lookups[0]
+    assert "terminals.company_id = api_credentials.company_id" in lookups[0]
+    assert "terminals.pos_key =" in lookups[0]

@@ -28,8 +28,9 @@ def statements(app):
         event.remove(engine, "before_cursor_execute", count)
 
 
-# Every request: authenticate (1), the pos key's terminal (1); each idempotent one also its
-# idempotency record (taken with one insert, completed with the response: 2). Then the
+# Every request: authenticate, with the pos key's terminal in the same statement (1); each
+# idempotent one also its idempotency record (taken with one insert, completed with the
+# response: 2). Then the
 # operation's own statements:
 #   open     the checks and the cashier in one read, the session                       2
 #   quote    the session's context, the catalog flags, the session's move, the quote   4
@@ -41,7 +42,7 @@ def statements(app):
 #            (one batch), sale state, return, ledger entries, account, event            9
 #            (+ the pending of the sale, when its accrual still waits)
 #   lookup   the sale, its lines (the register looks up without its pos key here)   2
-CEILINGS = {"open": 6, "quote": 8, "hold": 10, "release": 10, "commit": 13, "return": 13,
+CEILINGS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 12, "return": 12,
             "lookup": 3}
 
 

@@ -14,7 +14,7 @@ from app.models import CatalogItem
 from app.services import catalog, locations
 from app.services.catalog import CatalogEntry
 from app.services.errors import InvalidField, NotFound
-from tests.api.locations_helpers import run_together
+from tests.concurrency import run_together
 from tests.conftest import make_tenant
 
 
