@@ -7,6 +7,12 @@ machinery SQLAlchemy wraps around every statement (result objects, type processi
 rows, the compiled cache's lookup): about a tenth of a checkout request's CPU. Elsewhere
 (SQLite, executemany lists, statements with expanding IN) it is `Connection.execute`.
 
+`defer(session, statement, params)` is for writes nothing waits on (no rows, no count, no
+error a caller would catch): on PostgreSQL they travel in one string with the transaction's
+next statement, so a hold's account, hold and event rows cost no round trips of their own.
+Anything else the session runs (an ORM query or flush, a commit) sends them first; a rollback
+drops them. Elsewhere they run at once.
+
 What stays the same: bind parameters go through their types' processors; errors come out as
 SQLAlchemy's exceptions (IntegrityError...) and a dropped connection is invalidated; the
 engine's `before_cursor_execute` listeners see the statement. What differs: rows are named
@@ -16,12 +22,15 @@ them, though in the server's zone; every reader here converts), `.rowcount`, `.f
 """
 from __future__ import annotations
 
+import re
 from collections import namedtuple
 
-from sqlalchemy import exc
+from sqlalchemy import event, exc
 from sqlalchemy.orm import Session
 
 _PREPARED: dict = {}
+_DEFERRED = "deferred_writes"
+_PARAMETER = re.compile(r"%\((\w+)\)s")
 _MOST_PREPARED = 2000  # statements are built once, so this is never reached; a guard only
 
 
@@ -51,7 +60,7 @@ class Rows:
 
 
 class _Prepared:
-    __slots__ = ("statement", "compiled", "sql", "processors", "row_types", "direct")
+    __slots__ = ("statement", "compiled", "sql", "processors", "row_types", "direct", "renamed")
 
     def __init__(self, statement, compiled):
         # Holding the statement keeps its id from being reused while it is cached.
@@ -65,6 +74,22 @@ class _Prepared:
                            for name, process in compiled._bind_processors.items()
                            if callable(process)]
         self.row_types: dict = {}
+        self.renamed: dict[int, str] = {}
+
+    def values(self, params: dict) -> dict:
+        values = self.compiled.construct_params(params)
+        for name, process in self.processors:
+            if name in values:
+                values[name] = process(values[name])
+        return values
+
+    def sql_as(self, prefix: int) -> str:
+        """The SQL with its parameters renamed apart, to share a string with others."""
+        sql = self.renamed.get(prefix)
+        if sql is None:
+            sql = self.renamed[prefix] = _PARAMETER.sub(
+                lambda name: f"%(d{prefix}_{name.group(1)})s", self.sql)
+        return sql
 
 
 def _prepare(connection, statement, params: dict) -> _Prepared:
@@ -80,26 +105,59 @@ def _prepare(connection, statement, params: dict) -> _Prepared:
     return prepared
 
 
+def defer(session: Session, statement, params: dict | list[dict]) -> None:
+    """Write later, with the transaction's next statement (see the module's note)."""
+    connection = session.connection()
+    if connection.dialect.name != "postgresql":
+        connection.execute(statement, params)
+        return
+    rows = params if isinstance(params, list) else [params]
+    pending = session.info.setdefault(_DEFERRED, [])
+    for row in rows:
+        prepared = _prepare(connection, statement, row)
+        if not prepared.direct:
+            send_deferred(session)
+            connection.execute(statement, row)
+        else:
+            pending.append((prepared, prepared.values(row)))
+
+
+def send_deferred(session: Session) -> None:
+    """Send what is deferred now, in one round trip of its own."""
+    if session.info.get(_DEFERRED):
+        _send(session, session.connection(), None, None)
+
+
 def run(session: Session, statement, params: dict | list | None = None):
     connection = session.connection()
     if connection.dialect.name != "postgresql" or not isinstance(params, dict):
+        send_deferred(session)
         return connection.execute(statement, params)
     prepared = _prepare(connection, statement, params)
     if not prepared.direct:
+        send_deferred(session)
         return connection.execute(statement, params)
+    return _send(session, connection, prepared, prepared.values(params))
 
-    values = prepared.compiled.construct_params(params)
-    for name, process in prepared.processors:
-        if name in values:
-            values[name] = process(values[name])
-    listeners = connection.engine.dispatch.before_cursor_execute
-    for listener in listeners:
-        listener(connection, None, prepared.sql, values, None, False)
+
+def _send(session: Session, connection, prepared: _Prepared | None, values: dict | None):
+    """The deferred writes and then `prepared` (if any), as one string: one round trip. Its
+    rows and count are the last statement's."""
+    pending = session.info.pop(_DEFERRED, None)
+    if pending:
+        parts = [*pending, *([(prepared, values)] if prepared is not None else [])]
+        sql = ";\n".join(part.sql_as(index) for index, (part, _) in enumerate(parts))
+        values = {f"d{index}_{name}": value for index, (_, given) in enumerate(parts)
+                  for name, value in given.items()}
+    else:
+        sql = prepared.sql
+    for listener in connection.engine.dispatch.before_cursor_execute:
+        listener(connection, None, sql, values, None, False)
 
     dbapi_connection = connection.connection.dbapi_connection
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute(prepared.sql, values)
+        cursor.execute(sql, values)
         rows = []
         if cursor.description is not None:
             names = tuple(column[0] for column in cursor.description)
@@ -110,7 +168,7 @@ def run(session: Session, statement, params: dict | list | None = None):
         return Rows(rows, cursor.rowcount)
     except connection.dialect.loaded_dbapi.Error as error:
         disconnected = connection.dialect.is_disconnect(error, dbapi_connection, cursor)
-        wrapped = exc.DBAPIError.instance(prepared.sql, values, error,
+        wrapped = exc.DBAPIError.instance(sql, values, error,
                                           connection.dialect.loaded_dbapi.Error,
                                           connection_invalidated=disconnected)
         if disconnected:
@@ -118,3 +176,25 @@ def run(session: Session, statement, params: dict | list | None = None):
         raise wrapped from error
     finally:
         cursor.close()
+
+
+# Whatever else the session does sees the deferred writes done first.
+@event.listens_for(Session, "do_orm_execute")
+def _before_orm_statement(orm_execute_state) -> None:
+    send_deferred(orm_execute_state.session)
+
+
+@event.listens_for(Session, "before_flush")
+def _before_flush(session: Session, flush_context, instances) -> None:
+    send_deferred(session)
+
+
+@event.listens_for(Session, "before_commit")
+def _before_commit(session: Session) -> None:
+    send_deferred(session)
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _after_transaction(session: Session, transaction) -> None:
+    if transaction.parent is None:  # committed (sent before) or rolled back: nothing stays
+        session.info.pop(_DEFERRED, None)

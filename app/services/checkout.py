@@ -26,7 +26,7 @@ from app.services.checkout_resources import (CheckoutSessionResource, HoldResour
                                              SaleLineResource, SaleResource)
 from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
 from app.services.events import record_event
-from app.statements import run
+from app.statements import defer, run
 
 OPEN, HELD, COMMITTED, EXPIRED = "OPEN", "HELD", "COMMITTED", "EXPIRED"
 ACTIVE, CAPTURED, RELEASED = "ACTIVE", "CAPTURED", "RELEASED"
@@ -249,8 +249,8 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
         id=new_id(), external_receipt_id=external_receipt_id, customer_id=customer_id,
         terminal_id=terminal_id, store_id=store_id, cashier_id=cashier_id, state=OPEN,
         expires_at=now + timedelta(seconds=ttl_seconds), created_at=now)
-    execute(session, _INSERT_SESSION, {**row.__dict__, "company_id": company_id,
-                                       "latest_quote_id": None})
+    defer(session, _INSERT_SESSION, {**row.__dict__, "company_id": company_id,
+                                     "latest_quote_id": None})
     return row
 
 
@@ -317,7 +317,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
          "quantity": line["quantity"], "price": line["price"], "amount": line["amount"],
          "redeemableItem": item.redeemable_item, "accruableItem": item.accruable_item}
         for line, item in zip(lines, receipt)]}
-    execute(session, _INSERT_QUOTE, {
+    defer(session, _INSERT_QUOTE, {
         "company_id": company_id, "id": quote_id, "checkout_session_id": session_id,
         "lines": json.dumps(stored, separators=(",", ":"), ensure_ascii=False),
         "redeem_cap": redeem_amount, "total_amount": priced.total_amount,
@@ -396,7 +396,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     except IntegrityError:  # another session of the same receipt committed first
         raise Conflict("this receipt already has a committed sale",
                        code="receipt_already_committed") from None
-    execute(session, _INSERT_SALE_LINES, [
+    defer(session, _INSERT_SALE_LINES, [
         {"company_id": company_id, "sale_id": sale_id, "line_id": line["lineId"],
          "position": position, "sku": line["sku"], "name": line["name"],
          "quantity": line["quantity"], "amount": line["amount"], "discount": p.discount,

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.models import OutboxEvent
 from app.models.base import new_id
-from app.statements import run
+from app.statements import defer
 
 EVENT_TYPES = (
     "customer.created", "reward.adjusted",
@@ -38,9 +38,9 @@ def record_event(session: Session, company_id: str, event_type: str, data: dict)
               "dispatched_at": None,
               "payload": json.dumps({"type": event_type, "timestamp": _timestamp(now), "data": data},
                                     separators=(",", ":"), ensure_ascii=False)}
-    # Inserted at once with a statement built once: no ORM unit of work on the register's
-    # path. The object returned is for reading only (it is not in the session).
-    run(session, _INSERT, values)
+    # A statement built once, sent with the transaction's next round trip: no ORM unit of
+    # work on the register's path. The object returned is for reading only.
+    defer(session, _INSERT, values)
     event = OutboxEvent(**values)
     # The app enqueues delivery of these ids once the transaction has committed.
     session.info.setdefault("recorded_events", []).append(event)

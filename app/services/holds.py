@@ -17,6 +17,7 @@ from app.services.checkout import (ACTIVE, ATTEMPTS, END_HOLD, EXPIRE_HOLD, EXPI
 from app.services.checkout_resources import HoldResource
 from app.services.errors import Conflict, InvalidField
 from app.services.events import record_event
+from app.statements import defer
 
 SESSION_EXPIRED_REASON = "checkout session expired"
 
@@ -79,8 +80,8 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
                         amount=held, state=ACTIVE,
                         expires_at=now + timedelta(seconds=ctx.hold_ttl_seconds),
                         created_at=now, released_at=None)
-    execute(session, _INSERT_HOLD, {**hold.__dict__, "company_id": company_id,
-                                    "quote_id": quote_id, "release_reason": None})
+    defer(session, _INSERT_HOLD, {**hold.__dict__, "company_id": company_id,
+                                  "quote_id": quote_id, "release_reason": None})
     record_event(session, company_id, "checkout.hold.created", hold.as_json())
     session.flush()
     return hold

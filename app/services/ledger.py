@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from app.models import Hold, LedgerEntry, RewardAccount
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
-from app.statements import run
+from app.statements import defer, run
 
 ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY")
 
@@ -95,11 +95,12 @@ def lock(session: Session, company_id: str, customer_id: str, now: datetime) -> 
 
 
 def save(session: Session, account: LockedAccount) -> None:
-    """Write the account's new entries (one statement) and its balances (one statement)."""
+    """Write the account's new entries and its balances, with the transaction's next round
+    trip (they are deferred: nothing here waits on their outcome)."""
     if account.new_entries:
-        run(session, _INSERT_ENTRIES, account.new_entries)
+        defer(session, _INSERT_ENTRIES, account.new_entries)
         account.new_entries = []
-    run(session, _SAVE, {
+    defer(session, _SAVE, {
         "b_company_id": account.company_id, "b_customer_id": account.customer_id,
         "b_available": account.available, "b_pending": account.pending,
         "b_reserved": account.reserved, "b_next_maturity_at": account.next_maturity_at,

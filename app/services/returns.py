@@ -23,6 +23,7 @@ from app.services.checkout import SALE_LINES, SALES, execute, lines_of_sale
 from app.services.checkout_resources import Balance, ReturnLineResource, ReturnResource
 from app.services.errors import Conflict, InvalidField, NotFound
 from app.services.events import record_event
+from app.statements import defer
 
 PARTIALLY_RETURNED, RETURNED = "PARTIALLY_RETURNED", "RETURNED"
 
@@ -110,7 +111,7 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
     ledger.save(session, account)
 
     returned = {share.line_id: share for share in shares}
-    execute(session, _RETURN_LINE, [
+    defer(session, _RETURN_LINE, [
         {"b_company_id": company_id, "b_sale_id": sale_id, "b_line_id": line_id,
          "b_returned_quantity": sold[line_id].returned_quantity + share.quantity,
          "b_restored_redemption": sold[line_id].restored_redemption + share.restored_redemption,
@@ -120,13 +121,13 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
                                             if line.line_id in returned else 0) == line.quantity
                   for line in all_lines)
     state = RETURNED if emptied else PARTIALLY_RETURNED
-    execute(session, _SALE_STATE, {"company": company_id, "sale_id": sale_id, "b_state": state})
+    defer(session, _SALE_STATE, {"company": company_id, "sale_id": sale_id, "b_state": state})
     result = ReturnResource(
         id=return_id, sale_id=sale_id, customer_id=sale.customer_id, lines=tuple(shares),
         restored_redemption=restored, reversed_accrual=taken.from_pending + taken.from_available,
         forgiven_accrual=taken.forgiven, sale_state=state,
         balance=Balance(account.available, account.pending, account.reserved), created_at=now)
-    execute(session, _INSERT_RETURN, {
+    defer(session, _INSERT_RETURN, {
         "company_id": company_id, "id": return_id, "sale_id": sale_id, "created_at": now,
         "lines": json.dumps([share.__dict__ for share in shares], separators=(",", ":")),
         "restored_redemption": restored, "reversed_accrual": result.reversed_accrual,

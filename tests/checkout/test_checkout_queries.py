@@ -30,8 +30,7 @@ def statements(app):
 
 # Every request: authenticate, with the pos key's terminal in the same statement (1); each
 # idempotent one also its idempotency record (taken with one insert, completed with the
-# response: 2). Then the
-# operation's own statements:
+# response: 2). Then the operation's own statements:
 #   open     the checks and the cashier in one read, the session                       2
 #   quote    the session's context, the catalog flags, the session's move, the quote   4
 #   hold     context, session's move, account lock, hold, account, event               6
@@ -42,8 +41,19 @@ def statements(app):
 #            (one batch), sale state, return, ledger entries, account, event            9
 #            (+ the pending of the sale, when its accrual still waits)
 #   lookup   the sale, its lines (the register looks up without its pos key here)   2
-CEILINGS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 12, "return": 12,
-            "lookup": 3}
+STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 12, "return": 12,
+              "lookup": 3}
+# On PostgreSQL the writes nothing waits on (new rows, an account's balances, an event) travel
+# with the next statement (app.statements.defer): one round trip carries them all.
+#   open     key, record, checks, [session + record's answer]
+#   quote    key, record, context, flags, move, [quote + answer]
+#   hold     key, record, context, move, lock, [account + hold + event + answer]
+#   release  key, record, context, move, hold's end, lock, [account + event + answer]
+#   commit   key, record, context, move, capture, lock, sale,
+#            [lines + entries + account + event + answer]
+#   return   key, record, sale lock, its lines, lock, [the rest + answer]
+ROUND_TRIPS = {"open": 4, "quote": 6, "hold": 6, "release": 7, "commit": 8, "return": 6,
+               "lookup": 3}
 
 
 @pytest.fixture
@@ -60,7 +70,7 @@ def counted(app, register, shop):
     return customer, measure, results
 
 
-def test_statements_per_request_stay_few(register, counted):
+def test_statements_per_request_stay_few(app, register, counted):
     customer, measure, results = counted
     cashier = {"externalId": "C", "name": "Olga"}
     register.open(customer, cashier=cashier)  # the key's once-a-minute touch; a known cashier
@@ -73,4 +83,5 @@ def test_statements_per_request_stay_few(register, counted):
     measure("return", lambda: register.return_lines(sale["id"], [("1", "1"), ("2", "1")]))
     measure("lookup", lambda: register.lookup("R-1"))
     counts = {name: len(seen) for name, seen in results.items()}
-    assert all(counts[name] <= ceiling for name, ceiling in CEILINGS.items()), (counts, results)
+    ceilings = ROUND_TRIPS if app.extensions["engine"].dialect.name == "postgresql" else STATEMENTS
+    assert all(counts[name] <= ceiling for name, ceiling in ceilings.items()), (counts, results)
