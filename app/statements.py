@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 _PREPARED: dict = {}
 _DEFERRED = "deferred_writes"
+_CONNECTION = "statements_connection"
 _PARAMETER = re.compile(r"%\((\w+)\)s")
 _MOST_PREPARED = 2000  # statements are built once, so this is never reached; a guard only
 
@@ -105,9 +106,18 @@ def _prepare(connection, statement, params: dict) -> _Prepared:
     return prepared
 
 
+def _connection(session: Session):
+    """The session's connection for this transaction, kept while it lasts: asking the session
+    for it again costs more than some statements take to run."""
+    connection = session.info.get(_CONNECTION)
+    if connection is None:
+        connection = session.info[_CONNECTION] = session.connection()
+    return connection
+
+
 def defer(session: Session, statement, params: dict | list[dict]) -> None:
     """Write later, with the transaction's next statement (see the module's note)."""
-    connection = session.connection()
+    connection = _connection(session)
     if connection.dialect.name != "postgresql":
         connection.execute(statement, params)
         return
@@ -125,11 +135,11 @@ def defer(session: Session, statement, params: dict | list[dict]) -> None:
 def send_deferred(session: Session) -> None:
     """Send what is deferred now, in one round trip of its own."""
     if session.info.get(_DEFERRED):
-        _send(session, session.connection(), None, None)
+        _send(session, _connection(session), None, None)
 
 
 def run(session: Session, statement, params: dict | list | None = None):
-    connection = session.connection()
+    connection = _connection(session)
     if connection.dialect.name != "postgresql" or not isinstance(params, dict):
         send_deferred(session)
         return connection.execute(statement, params)
@@ -198,3 +208,4 @@ def _before_commit(session: Session) -> None:
 def _after_transaction(session: Session, transaction) -> None:
     if transaction.parent is None:  # committed (sent before) or rolled back: nothing stays
         session.info.pop(_DEFERRED, None)
+        session.info.pop(_CONNECTION, None)

@@ -6,6 +6,7 @@ committed one is never lost.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import insert
@@ -30,7 +31,19 @@ def _timestamp(moment: datetime) -> str:
 _INSERT = insert(OutboxEvent.__table__)
 
 
-def record_event(session: Session, company_id: str, event_type: str, data: dict) -> OutboxEvent:
+@dataclass(frozen=True)
+class RecordedEvent:
+    """The outbox row as written, for reading (a plain value: no ORM object on the register's
+    path)."""
+
+    company_id: str
+    id: str
+    type: str
+    payload: str
+    created_at: datetime
+
+
+def record_event(session: Session, company_id: str, event_type: str, data: dict) -> RecordedEvent:
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type}")
     now = utcnow()
@@ -39,9 +52,9 @@ def record_event(session: Session, company_id: str, event_type: str, data: dict)
               "payload": json.dumps({"type": event_type, "timestamp": _timestamp(now), "data": data},
                                     separators=(",", ":"), ensure_ascii=False)}
     # A statement built once, sent with the transaction's next round trip: no ORM unit of
-    # work on the register's path. The object returned is for reading only.
+    # work on the register's path.
     defer(session, _INSERT, values)
-    event = OutboxEvent(**values)
+    event = RecordedEvent(company_id, values["id"], event_type, values["payload"], now)
     # The app enqueues delivery of these ids once the transaction has committed.
     session.info.setdefault("recorded_events", []).append(event)
     return event

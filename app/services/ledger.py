@@ -122,26 +122,27 @@ def _forget_unsaved(session: Session) -> None:
 def post(session: Session, account: RewardAccount, *, type: str, amount: int, now: datetime,
          status: str = "ACTIVE", available_at: datetime | None = None, basis: str | None = None,
          sale_id: str | None = None, return_id: str | None = None, hold_id: str | None = None,
-         from_reserved: bool = False) -> LedgerEntry:
+         from_reserved: bool = False) -> LedgerEntry | None:
     """Write one entry and move the balance with it. `from_reserved` takes an ACTIVE debit
-    out of the reservation (capturing a hold) instead of the available balance."""
+    out of the reservation (capturing a hold) instead of the available balance. The entry
+    comes back for an ORM account; a LockedAccount's are plain values that `save` writes."""
     if type not in ENTRY_TYPES:
         raise ValueError(f"unknown entry type {type}")
     values = {"company_id": account.company_id, "customer_id": account.customer_id, "type": type,
               "amount": amount, "status": status, "available_at": available_at or now,
               "basis": basis, "sale_id": sale_id, "return_id": return_id, "hold_id": hold_id,
               "created_at": now}
+    entry = None
     if isinstance(account, LockedAccount):
         values["id"] = new_id()
         account.new_entries.append(values)
-        entry = LedgerEntry(**values)  # for the caller to read; `save` writes the row
     else:
         entry = LedgerEntry(**values)
         session.add(entry)
     if status == "PENDING":
         account.pending += amount
-        if account.next_maturity_at is None or entry.available_at < account.next_maturity_at:
-            account.next_maturity_at = entry.available_at
+        if account.next_maturity_at is None or values["available_at"] < account.next_maturity_at:
+            account.next_maturity_at = values["available_at"]
     elif status == "ACTIVE":
         if from_reserved:
             if -amount > account.reserved:
@@ -155,7 +156,7 @@ def post(session: Session, account: RewardAccount, *, type: str, amount: int, no
     return entry
 
 
-def debit_available(session: Session, account: RewardAccount, amount: int, **entry) -> LedgerEntry:
+def debit_available(session: Session, account: RewardAccount, amount: int, **entry) -> LedgerEntry | None:
     """A debit that may not take the balance below zero: 409 insufficient_balance."""
     if amount > account.available:
         raise Conflict("the available balance is too small", code="insufficient_balance")
