@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from typing import ClassVar
 
 from sqlalchemy import BigInteger, ForeignKey, String
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
@@ -23,10 +24,17 @@ def new_id() -> str:
 class TenantMixin:
     """`(company_id, id)` primary key and a creation time."""
 
+    # Rows written on every register request name their company through a parent (customer,
+    # session, sale) or the authenticated key, without a key of their own to companies: each
+    # such check locks the one company row that all the company's registers share
+    # (docs/decisions.md, "Keys to companies").
+    references_company: ClassVar[bool] = True
+
     @declared_attr
     def company_id(cls) -> Mapped[str]:
         # First in the primary key: the key's prefix is the company (index scans, distribution).
-        return mapped_column(String(36), ForeignKey("companies.id"), primary_key=True, sort_order=-2)
+        keys = (ForeignKey("companies.id"),) if cls.references_company else ()
+        return mapped_column(String(36), *keys, primary_key=True, sort_order=-2)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id, sort_order=-1)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)

@@ -16,6 +16,7 @@ def _customer_fk() -> ForeignKeyConstraint:
 
 class CheckoutSession(TenantMixin, Base):
     __tablename__ = "checkout_sessions"
+    references_company = False
     __table_args__ = (
         _customer_fk(),
         Index("ix_checkout_sessions_receipt", "company_id", "external_receipt_id"),
@@ -34,6 +35,7 @@ class CheckoutSession(TenantMixin, Base):
 
 class Quote(TenantMixin, Base):
     __tablename__ = "quotes"
+    references_company = False
     __table_args__ = (
         ForeignKeyConstraint(
             ["company_id", "checkout_session_id"], ["checkout_sessions.company_id", "checkout_sessions.id"]
@@ -52,6 +54,7 @@ class Quote(TenantMixin, Base):
 
 class Hold(TenantMixin, Base):
     __tablename__ = "holds"
+    references_company = False
     __table_args__ = (
         _customer_fk(),
         Index("ix_holds_session", "company_id", "checkout_session_id"),
@@ -70,6 +73,7 @@ class Hold(TenantMixin, Base):
 
 class Sale(TenantMixin, Base):
     __tablename__ = "sales"
+    references_company = False
     __table_args__ = (
         _customer_fk(),
         # One sale per receipt id, ever.
@@ -114,6 +118,7 @@ class SaleLine(Base):
 
 class Return(TenantMixin, Base):
     __tablename__ = "returns"
+    references_company = False
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "sale_id"], ["sales.company_id", "sales.id"]),
         Index("ix_returns_sale", "company_id", "sale_id"),

@@ -52,6 +52,7 @@ class LedgerEntry(TenantMixin, Base):
     """Immutable but for status: PENDING entries mature to ACTIVE at `available_at`."""
 
     __tablename__ = "ledger_entries"
+    references_company = False
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
         Index("ix_ledger_entries_customer", "company_id", "customer_id", "created_at"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Integer, String, Text
+from sqlalchemy import Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UtcDateTime, utcnow
@@ -12,7 +12,8 @@ from app.db import Base, UtcDateTime, utcnow
 class IdempotencyRecord(Base):
     __tablename__ = "idempotency_records"
 
-    company_id: Mapped[str] = mapped_column(String(36), ForeignKey("companies.id"), primary_key=True)
+    # The authenticated key's company; no key to companies (TenantMixin.references_company).
+    company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
     operation: Mapped[str] = mapped_column(String(100), primary_key=True)
     key: Mapped[str] = mapped_column(String(128), primary_key=True)
     fingerprint: Mapped[str] = mapped_column(String(64))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import (Boolean, Float, ForeignKey, ForeignKeyConstraint, Index, Integer, String,
+from sqlalchemy import (Boolean, Float, ForeignKeyConstraint, Index, Integer, String,
                         UniqueConstraint)
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -55,7 +55,7 @@ class CatalogItem(Base):
         ForeignKeyConstraint(["company_id", "store_id"], ["stores.company_id", "stores.id"]),
     )
 
-    company_id: Mapped[str] = mapped_column(String(36), ForeignKey("companies.id"), primary_key=True)
+    company_id: Mapped[str] = mapped_column(String(36), primary_key=True)  # the store's company
     store_id: Mapped[str] = mapped_column(String(36), primary_key=True)
     sku: Mapped[str] = mapped_column(String(64), primary_key=True)
     name: Mapped[str] = mapped_column(String(255))

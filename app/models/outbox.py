@@ -12,6 +12,7 @@ from app.models.base import TenantMixin
 
 class OutboxEvent(TenantMixin, Base):
     __tablename__ = "outbox_events"
+    references_company = False
     __table_args__ = (Index("ix_outbox_events_undispatched", "dispatched_at", "created_at"),)
 
     type: Mapped[str] = mapped_column(String(60))
