@@ -150,7 +150,8 @@ class SaleLineResponse(Schema):
     amount = Amount(required=True)
     discount = Amount(required=True)
     accrual = Amount(required=True)
-    returnedQuantity = Quantity(required=True)
+    returnedQuantity = Quantity(required=True, allow_zero=True,
+                                metadata={"description": "Returned so far; 0.000 until a return"})
 
 
 class SaleResponse(Schema):

@@ -36,9 +36,10 @@ class Amount(ma.fields.Field):
 
 
 class Quantity(ma.fields.Field):
-    """Thousandths inside; "1.250" outside."""
+    """Thousandths inside; "1.250" outside. Positive, or from zero with `allow_zero`."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, *, allow_zero: bool = False, **kwargs):
+        self.allow_zero = allow_zero
         metadata = kwargs.pop("metadata", {})
         metadata.setdefault("type", "string")
         metadata.setdefault("example", "1.000")
@@ -51,7 +52,7 @@ class Quantity(ma.fields.Field):
         if not isinstance(value, str):
             raise ma.ValidationError("must be a decimal string such as \"1.000\"")
         try:
-            return money.parse_quantity(value)
+            return money.parse_quantity(value, allow_zero=self.allow_zero)
         except ValueError as exc:
             raise ma.ValidationError(str(exc)) from exc
 

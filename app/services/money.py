@@ -48,11 +48,12 @@ def format_amount(kopecks: int) -> str:
     return _format_fixed(kopecks, 2)
 
 
-def parse_quantity(text: str) -> int:
-    """Thousandths of a unit from "1.250"; a quantity is always positive."""
+def parse_quantity(text: str, *, allow_zero: bool = False) -> int:
+    """Thousandths of a unit from "1.250"; a quantity sold or returned is positive (a count
+    of what was returned so far may be zero)."""
     milli = _parse_fixed(text, places=3, int_digits=12, example="1.250")
-    if milli <= 0:
-        raise ValueError("must be greater than zero")
+    if milli < 0 or (milli == 0 and not allow_zero):
+        raise ValueError("must be greater than zero" if not allow_zero else "must not be negative")
     return milli
 
 
