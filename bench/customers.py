@@ -110,8 +110,13 @@ def seed(database_url: str, count: int) -> tuple[str, list[str]]:
                                "amount, status, available_at, basis) FROM STDIN", entries)
             raw.commit()
             print(f"  seeded {min(base + chunk, count):,}", flush=True)
+        session = app.extensions["session_factory"]()  # the name rows, as enrolment writes them
+        customers.record_names(session, company_id)
+        session.commit()
+        session.close()
         raw.driver_connection.autocommit = True  # VACUUM runs outside a transaction
         cursor.execute("VACUUM ANALYZE customers")
+        cursor.execute("VACUUM ANALYZE customer_names")
         cursor.execute("VACUUM ANALYZE reward_accounts")
         cursor.execute("VACUUM ANALYZE ledger_entries")
         raw.driver_connection.autocommit = False

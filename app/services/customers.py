@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import and_, bindparam, false, func, literal_column, select
+from sqlalchemy import and_, bindparam, false, func, insert, literal_column, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.models import Customer, RewardAccount
+from app.models import Customer, CustomerName, RewardAccount
 from app.models.base import new_id
 from app.services import cards, companies, ledger, otp, phones
 from app.services.errors import Conflict, NotFound
@@ -16,8 +16,8 @@ from app.services.rewards import LARGEST_BALANCE, Balance, fresh
 
 CARD_NUMBER_TRIES = 5
 
-# The directory's name search runs over "first last", lower-cased. Migration
-# 0004_customers_trgm indexes exactly this expression on PostgreSQL (pg_trgm); keep them equal.
+# The directory's name search runs over "first last", lower-cased by the database, kept in
+# CustomerName.full_name; migration 0008_customer_names fills it with this same expression.
 FULL_NAME = func.lower(Customer.first_name + literal_column("' '")
                        + func.coalesce(Customer.last_name, literal_column("''")))
 
@@ -64,6 +64,8 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
             # (one in 10^11) leaves the rest of the transaction usable.
             with session.begin_nested():
                 session.add(customer)
+                session.flush()
+                record_names(session, company_id, [customer.id])
                 account = ledger.open_account(session, company_id, customer.id, now)
                 session.flush()
             return CustomerBalance(customer, Balance.of(account))
@@ -71,6 +73,23 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
             ensure_not_enrolled(session, company_id, phone)
             if attempt == CARD_NUMBER_TRIES:
                 raise
+
+
+def record_names(session: Session, company_id: str, customer_ids: list[str] | None = None) -> None:
+    """Write the directory's name row of each of these customers (flushed already); with no ids,
+    of every customer of the company still without one (after a bulk load). Whatever writes a
+    customer calls it in the same transaction."""
+    rows = select(Customer.company_id, Customer.id, Customer.created_at, FULL_NAME).where(
+        Customer.company_id == company_id)
+    if customer_ids is None:
+        rows = rows.where(Customer.id.not_in(
+            select(CustomerName.customer_id).where(CustomerName.company_id == company_id)))
+    elif customer_ids:
+        rows = rows.where(Customer.id.in_(customer_ids))
+    else:
+        return
+    session.execute(insert(CustomerName).from_select(
+        ["company_id", "customer_id", "created_at", "full_name"], rows))
 
 
 def find_by_phone(session: Session, company_id: str, phone: str, now: datetime) -> CustomerBalance:
@@ -87,17 +106,14 @@ def directory(session: Session, company_id: str, *, query: str | None = None,
     """One page of customers in enrolment order, with balances, and how many match.
     `query` is a fragment of the phone's digits when it is written as a number, else a
     fragment of the name (case-insensitive)."""
-    text_match = floor = None
-    if query:
-        digits = phones.digits_fragment(query)
-        text_match = (Customer.phone.like(f"%{digits}%") if digits is not None else
-                      FULL_NAME.like(f"%{_escape_like(query.lower())}%", escape="\\"))
+    floor = None
     if minimum_available is not None:
         # Beyond the largest balance kept nobody qualifies (and the number fits no column).
         floor = (RewardAccount.available >= minimum_available
                  if minimum_available <= LARGEST_BALANCE else false())
-    if text_match is not None:
-        rows, total = _matching_page(session, company_id, text_match, floor, offset, limit)
+    if query:
+        rows, total = _matching_page(session, company_id, _matches(company_id, query, floor),
+                                     offset, limit)
     else:
         accounts = [RewardAccount.company_id == company_id, *([] if floor is None else [floor])]
         rows = session.execute(
@@ -114,22 +130,38 @@ def directory(session: Session, company_id: str, *, query: str | None = None,
             for customer, account in rows], total
 
 
-def _matching_page(session: Session, company_id: str, text_match, floor, offset: int,
+def _matches(company_id: str, query: str, floor):
+    """(customer_id, created_at) of the customers a text query matches: phone digits in the
+    customers table, a name fragment in the narrow CustomerName table (both trigram-indexed on
+    PostgreSQL)."""
+    digits = phones.digits_fragment(query)
+    if digits is not None:
+        table, key, match = Customer, Customer.id, Customer.phone.like(f"%{digits}%")
+    else:
+        table, key = CustomerName, CustomerName.customer_id
+        match = CustomerName.full_name.like(f"%{_escape_like(query.lower())}%", escape="\\")
+    found = select(key.label("customer_id"), table.created_at).where(table.company_id == company_id,
+                                                                     match)
+    if floor is not None:
+        found = found.join(RewardAccount, and_(RewardAccount.company_id == table.company_id,
+                                               RewardAccount.customer_id == key)).where(floor)
+    return found
+
+
+def _matching_page(session: Session, company_id: str, matches, offset: int,
                    limit: int) -> tuple[list, int]:
     """A page of a text search and its total from one pass over the matches: the trigram index
     finds them once (materialised), the page and the count are both taken from that set."""
-    matches = select(Customer.id, Customer.created_at).where(Customer.company_id == company_id,
-                                                             text_match)
-    if floor is not None:
-        matches = matches.join(RewardAccount, _ACCOUNT_JOIN).where(floor)
     matches = matches.cte("matches").prefix_with("MATERIALIZED", dialect="postgresql")
-    page = (select(matches.c.id, matches.c.created_at)
-            .order_by(matches.c.created_at, matches.c.id).offset(offset).limit(limit).subquery("page"))
+    page = (select(matches.c.customer_id, matches.c.created_at)
+            .order_by(matches.c.created_at, matches.c.customer_id).offset(offset).limit(limit)
+            .subquery("page"))
     total = select(func.count()).select_from(matches).scalar_subquery().label("total")
     found = session.execute(
         select(Customer, RewardAccount, total).select_from(page)
-        .join(Customer, and_(Customer.company_id == company_id, Customer.id == page.c.id))
-        .join(RewardAccount, _ACCOUNT_JOIN).order_by(page.c.created_at, page.c.id)).all()
+        .join(Customer, and_(Customer.company_id == company_id, Customer.id == page.c.customer_id))
+        .join(RewardAccount, _ACCOUNT_JOIN)
+        .order_by(page.c.created_at, page.c.customer_id)).all()
     if not found:  # past the end: no row carried the total
         return [], session.scalar(select(func.count()).select_from(matches))
     return [(customer, account) for customer, account, _ in found], found[0].total
