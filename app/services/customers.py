@@ -15,6 +15,9 @@ from app.services.errors import Conflict, NotFound
 from app.services.rewards import LARGEST_BALANCE, Balance, fresh
 
 CARD_NUMBER_TRIES = 5
+# A name page walked in enrolment order reads at most this many customers per match before the
+# matches themselves give the page (see _name_page).
+WALK_PER_MATCH = 2
 
 # The directory's name search runs over "first last", lower-cased by the database, kept in
 # CustomerName.full_name; migration 0008_customer_names fills it with this same expression.
@@ -111,8 +114,11 @@ def directory(session: Session, company_id: str, *, query: str | None = None,
         # Beyond the largest balance kept nobody qualifies (and the number fits no column).
         floor = (RewardAccount.available >= minimum_available
                  if minimum_available <= LARGEST_BALANCE else false())
-    if query:
-        rows, total = _matching_page(session, company_id, _matches(company_id, query, floor),
+    digits = phones.digits_fragment(query) if query else None
+    if query and digits is None and floor is None:
+        rows, total = _name_page(session, company_id, _name_pattern(query), offset, limit)
+    elif query:
+        rows, total = _matching_page(session, company_id, _matches(company_id, query, digits, floor),
                                      offset, limit)
     else:
         accounts = [RewardAccount.company_id == company_id, *([] if floor is None else [floor])]
@@ -130,21 +136,55 @@ def directory(session: Session, company_id: str, *, query: str | None = None,
             for customer, account in rows], total
 
 
-def _matches(company_id: str, query: str, floor):
+def _name_pattern(query: str) -> str:
+    return f"%{_escape_like(query.lower())}%"
+
+
+def _name_page(session: Session, company_id: str, pattern: str, offset: int,
+               limit: int) -> tuple[list, int]:
+    """A name fragment's page and exact total. The total counts the matching name rows alone.
+    A common fragment (a first name matches thousands) finds its page by walking customers in
+    enrolment order: a few hundred rows for the first pages. The walk stops at WALK_PER_MATCH
+    rows per match, so where it falls short (a rare fragment, a deep page) it has cost less
+    than reading the matches, which then give the page."""
+    total = session.scalar(select(func.count()).select_from(CustomerName).where(
+        CustomerName.company_id == company_id, CustomerName.full_name.like(pattern, escape="\\")))
+    if offset >= total:
+        return [], total
+    walked = (select(Customer.id, Customer.created_at, FULL_NAME.label("full_name"))
+              .where(Customer.company_id == company_id).order_by(Customer.created_at, Customer.id)
+              .limit(WALK_PER_MATCH * total).subquery("walked"))
+    page = (select(walked.c.id, walked.c.created_at)
+            .where(walked.c.full_name.like(pattern, escape="\\"))
+            .order_by(walked.c.created_at, walked.c.id).offset(offset).limit(limit).subquery("page"))
+    rows = session.execute(
+        select(Customer, RewardAccount).select_from(page)
+        .join(Customer, and_(Customer.company_id == company_id, Customer.id == page.c.id))
+        .join(RewardAccount, _ACCOUNT_JOIN).order_by(page.c.created_at, page.c.id)).all()
+    if len(rows) >= min(limit, total - offset):
+        return rows, total
+    return _matching_page(session, company_id, _name_matches(company_id, pattern), offset, limit)
+
+
+def _name_matches(company_id: str, pattern: str):
+    return select(CustomerName.customer_id, CustomerName.created_at).where(
+        CustomerName.company_id == company_id, CustomerName.full_name.like(pattern, escape="\\"))
+
+
+def _matches(company_id: str, query: str, digits: str | None, floor):
     """(customer_id, created_at) of the customers a text query matches: phone digits in the
     customers table, a name fragment in the narrow CustomerName table (both trigram-indexed on
     PostgreSQL)."""
-    digits = phones.digits_fragment(query)
     if digits is not None:
-        table, key, match = Customer, Customer.id, Customer.phone.like(f"%{digits}%")
+        found = select(Customer.id.label("customer_id"), Customer.created_at).where(
+            Customer.company_id == company_id, Customer.phone.like(f"%{digits}%"))
+        key = Customer.company_id, Customer.id
     else:
-        table, key = CustomerName, CustomerName.customer_id
-        match = CustomerName.full_name.like(f"%{_escape_like(query.lower())}%", escape="\\")
-    found = select(key.label("customer_id"), table.created_at).where(table.company_id == company_id,
-                                                                     match)
+        found = _name_matches(company_id, _name_pattern(query))
+        key = CustomerName.company_id, CustomerName.customer_id
     if floor is not None:
-        found = found.join(RewardAccount, and_(RewardAccount.company_id == table.company_id,
-                                               RewardAccount.customer_id == key)).where(floor)
+        found = found.join(RewardAccount, and_(RewardAccount.company_id == key[0],
+                                               RewardAccount.customer_id == key[1])).where(floor)
     return found
 
 

@@ -118,3 +118,27 @@ def test_the_migration_fills_in_the_names_of_customers_enrolled_before_it(fresh_
         old = {index["name"] for index in inspect(connection).get_indexes("customers")}
     assert ("ix_customers_name_trgm" in old) == ON_POSTGRES
     engine.dispose()
+
+
+FIRST = ["Анна", "Иван", "Мария", "Олег", "John"]
+LAST = ["Иванова", "Петров", None, "Smith", "Анисимов", "Ли"]
+
+
+@pytest.mark.parametrize("walk_per_match", [0, customers.WALK_PER_MATCH, 10 ** 9])
+def test_a_name_page_is_its_slice_of_the_enrolment_order_by_walk_or_by_the_matches(
+        app, tenant, monkeypatch, walk_per_match):
+    """0 always takes the page from the matches, 10**9 always from the walk, the default either."""
+    monkeypatch.setattr(customers, "WALK_PER_MATCH", walk_per_match)
+    enrolled = [_enrol(app, tenant.company_id, f"+791200000{i:02d}", FIRST[i % 5], LAST[i % 6])
+                for i in range(30)]
+    order = sorted(enrolled, key=lambda c: (c.created_at, c.id))
+    with app.extensions["session_factory"]() as session:
+        for query in ["а", "АН", "иван", "ов ", "smith", "ли", "олег и", "zzz"]:
+            expected = [c.id for c in order
+                        if query.lower() in f"{c.first_name} {c.last_name or ''}".lower()]
+            for offset, limit in [(0, 20), (0, 1), (2, 3), (max(len(expected) - 1, 0), 5), (40, 5)]:
+                page, total = customers.directory(session, tenant.company_id, query=query,
+                                                  offset=offset, limit=limit, now=utcnow())
+                session.rollback()
+                assert ([c.customer.id for c in page], total) == (
+                    expected[offset:offset + limit], len(expected)), (query, offset, limit)
