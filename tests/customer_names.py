@@ -13,6 +13,6 @@ def names_out_of_step(connection) -> list[tuple]:
     return [tuple(row) for row in connection.execute(
         select(Customer.id, Customer.first_name, Customer.last_name)
         .outerjoin(CustomerName, and_(CustomerName.company_id == Customer.company_id,
-                                      CustomerName.customer_id == Customer.id))
-        .where(or_(CustomerName.customer_id.is_(None), CustomerName.full_name != FULL_NAME,
+                                      CustomerName.card_number == Customer.card_number))
+        .where(or_(CustomerName.card_number.is_(None), CustomerName.full_name != FULL_NAME,
                    CustomerName.created_at != Customer.created_at)))]

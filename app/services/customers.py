@@ -26,6 +26,9 @@ FULL_NAME = func.lower(Customer.first_name + literal_column("' '")
 
 _ACCOUNT_JOIN = and_(RewardAccount.company_id == Customer.company_id,
                      RewardAccount.customer_id == Customer.id)
+# The directory's order: enrolment, and the same instant by card number (the key of a name
+# row, so every way of finding a page agrees).
+_ENROLMENT_ORDER = (Customer.created_at, Customer.card_number)
 _BY_PHONE = (select(Customer, RewardAccount).join(RewardAccount, _ACCOUNT_JOIN)
              .where(Customer.company_id == bindparam("company_id"), Customer.phone == bindparam("phone")))
 _ID_BY_PHONE = select(Customer.id).where(Customer.company_id == bindparam("company_id"),
@@ -82,17 +85,17 @@ def record_names(session: Session, company_id: str, customer_ids: list[str] | No
     """Write the directory's name row of each of these customers (flushed already); with no ids,
     of every customer of the company still without one (after a bulk load). Whatever writes a
     customer calls it in the same transaction."""
-    rows = select(Customer.company_id, Customer.id, Customer.created_at, FULL_NAME).where(
+    rows = select(Customer.company_id, Customer.card_number, Customer.created_at, FULL_NAME).where(
         Customer.company_id == company_id)
     if customer_ids is None:
-        rows = rows.where(Customer.id.not_in(
-            select(CustomerName.customer_id).where(CustomerName.company_id == company_id)))
+        rows = rows.where(Customer.card_number.not_in(
+            select(CustomerName.card_number).where(CustomerName.company_id == company_id)))
     elif customer_ids:
         rows = rows.where(Customer.id.in_(customer_ids))
     else:
         return
     session.execute(insert(CustomerName).from_select(
-        ["company_id", "customer_id", "created_at", "full_name"], rows))
+        ["company_id", "card_number", "created_at", "full_name"], rows))
 
 
 def find_by_phone(session: Session, company_id: str, phone: str, now: datetime) -> CustomerBalance:
@@ -106,9 +109,9 @@ def find_by_phone(session: Session, company_id: str, phone: str, now: datetime) 
 def directory(session: Session, company_id: str, *, query: str | None = None,
               minimum_available: int | None = None, offset: int = 0, limit: int = 20,
               now: datetime) -> tuple[list[CustomerBalance], int]:
-    """One page of customers in enrolment order, with balances, and how many match.
-    `query` is a fragment of the phone's digits when it is written as a number, else a
-    fragment of the name (case-insensitive)."""
+    """One page of customers in enrolment order (the same instant: by card number), with
+    balances, and how many match. `query` is a fragment of the phone's digits when it is
+    written as a number, else a fragment of the name (case-insensitive)."""
     floor = None
     if minimum_available is not None:
         # Beyond the largest balance kept nobody qualifies (and the number fits no column).
@@ -125,7 +128,7 @@ def directory(session: Session, company_id: str, *, query: str | None = None,
         rows = session.execute(
             select(Customer, RewardAccount).join(RewardAccount, _ACCOUNT_JOIN)
             .where(Customer.company_id == company_id, *accounts)
-            .order_by(Customer.created_at, Customer.id).offset(offset).limit(limit)).all()
+            .order_by(*_ENROLMENT_ORDER).offset(offset).limit(limit)).all()
         # One account per customer: count the narrower table.
         total = (offset + len(rows) if rows and len(rows) < limit else
                  session.scalar(select(func.count()).select_from(RewardAccount).where(*accounts)))
@@ -151,40 +154,36 @@ def _name_page(session: Session, company_id: str, pattern: str, offset: int,
         CustomerName.company_id == company_id, CustomerName.full_name.like(pattern, escape="\\")))
     if offset >= total:
         return [], total
-    walked = (select(Customer.id, Customer.created_at, FULL_NAME.label("full_name"))
-              .where(Customer.company_id == company_id).order_by(Customer.created_at, Customer.id)
+    walked = (select(Customer.card_number, Customer.created_at, FULL_NAME.label("full_name"))
+              .where(Customer.company_id == company_id).order_by(*_ENROLMENT_ORDER)
               .limit(WALK_PER_MATCH * total).subquery("walked"))
-    page = (select(walked.c.id, walked.c.created_at)
-            .where(walked.c.full_name.like(pattern, escape="\\"))
-            .order_by(walked.c.created_at, walked.c.id).offset(offset).limit(limit).subquery("page"))
-    rows = session.execute(
-        select(Customer, RewardAccount).select_from(page)
-        .join(Customer, and_(Customer.company_id == company_id, Customer.id == page.c.id))
-        .join(RewardAccount, _ACCOUNT_JOIN).order_by(page.c.created_at, page.c.id)).all()
+    page = select(walked.c.card_number, walked.c.created_at).where(
+        walked.c.full_name.like(pattern, escape="\\"))
+    rows = _page_of(session, company_id, page, offset, limit)
     if len(rows) >= min(limit, total - offset):
         return rows, total
     return _matching_page(session, company_id, _name_matches(company_id, pattern), offset, limit)
 
 
 def _name_matches(company_id: str, pattern: str):
-    return select(CustomerName.customer_id, CustomerName.created_at).where(
+    return select(CustomerName.card_number, CustomerName.created_at).where(
         CustomerName.company_id == company_id, CustomerName.full_name.like(pattern, escape="\\"))
 
 
 def _matches(company_id: str, query: str, digits: str | None, floor):
-    """(customer_id, created_at) of the customers a text query matches: phone digits in the
+    """(card_number, created_at) of the customers a text query matches: phone digits in the
     customers table, a name fragment in the narrow CustomerName table (both trigram-indexed on
     PostgreSQL)."""
     if digits is not None:
-        found = select(Customer.id.label("customer_id"), Customer.created_at).where(
+        found = select(Customer.card_number, Customer.created_at).where(
             Customer.company_id == company_id, Customer.phone.like(f"%{digits}%"))
-        key = Customer.company_id, Customer.id
     else:
         found = _name_matches(company_id, _name_pattern(query))
-        key = CustomerName.company_id, CustomerName.customer_id
+        if floor is not None:
+            found = found.join(Customer, and_(Customer.company_id == CustomerName.company_id,
+                                              Customer.card_number == CustomerName.card_number))
     if floor is not None:
-        found = found.join(RewardAccount, and_(RewardAccount.company_id == key[0],
-                                               RewardAccount.customer_id == key[1])).where(floor)
+        found = found.join(RewardAccount, _ACCOUNT_JOIN).where(floor)
     return found
 
 
@@ -193,18 +192,23 @@ def _matching_page(session: Session, company_id: str, matches, offset: int,
     """A page of a text search and its total from one pass over the matches: the trigram index
     finds them once (materialised), the page and the count are both taken from that set."""
     matches = matches.cte("matches").prefix_with("MATERIALIZED", dialect="postgresql")
-    page = (select(matches.c.customer_id, matches.c.created_at)
-            .order_by(matches.c.created_at, matches.c.customer_id).offset(offset).limit(limit)
-            .subquery("page"))
     total = select(func.count()).select_from(matches).scalar_subquery().label("total")
-    found = session.execute(
-        select(Customer, RewardAccount, total).select_from(page)
-        .join(Customer, and_(Customer.company_id == company_id, Customer.id == page.c.customer_id))
-        .join(RewardAccount, _ACCOUNT_JOIN)
-        .order_by(page.c.created_at, page.c.customer_id)).all()
+    found = _page_of(session, company_id, select(matches), offset, limit, total)
     if not found:  # past the end: no row carried the total
         return [], session.scalar(select(func.count()).select_from(matches))
     return [(customer, account) for customer, account, _ in found], found[0].total
+
+
+def _page_of(session: Session, company_id: str, keys, offset: int, limit: int, *extra) -> list:
+    """The customers and accounts of one page of `keys` (card_number, created_at), in
+    enrolment order."""
+    page = (keys.order_by(keys.selected_columns.created_at, keys.selected_columns.card_number)
+            .offset(offset).limit(limit).subquery("page"))
+    return session.execute(
+        select(Customer, RewardAccount, *extra).select_from(page)
+        .join(Customer, and_(Customer.company_id == company_id,
+                             Customer.card_number == page.c.card_number))
+        .join(RewardAccount, _ACCOUNT_JOIN).order_by(page.c.created_at, page.c.card_number)).all()
 
 
 def _escape_like(text: str) -> str:

@@ -27,16 +27,16 @@ def upgrade() -> None:
     op.create_table(
         "customer_names",
         sa.Column("company_id", sa.String(length=36), nullable=False),
-        sa.Column("customer_id", sa.String(length=36), nullable=False),
+        sa.Column("card_number", sa.String(length=13), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("full_name", sa.String(length=201), nullable=False),
-        sa.ForeignKeyConstraint(["company_id", "customer_id"],
-                                ["customers.company_id", "customers.id"],
-                                name=op.f("fk_customer_names_company_id_customer_id_customers")),
-        sa.PrimaryKeyConstraint("company_id", "customer_id", name=op.f("pk_customer_names")),
+        sa.ForeignKeyConstraint(["company_id", "card_number"],
+                                ["customers.company_id", "customers.card_number"],
+                                name=op.f("fk_customer_names_company_id_card_number_customers")),
+        sa.PrimaryKeyConstraint("company_id", "card_number", name=op.f("pk_customer_names")),
     )
-    op.execute("INSERT INTO customer_names (company_id, customer_id, created_at, full_name) "
-               f"SELECT company_id, id, created_at, {FULL_NAME} FROM customers")
+    op.execute("INSERT INTO customer_names (company_id, card_number, created_at, full_name) "
+               f"SELECT company_id, card_number, created_at, {FULL_NAME} FROM customers")
     if op.get_bind().dialect.name != "postgresql":
         return
     op.execute("CREATE INDEX ix_customer_names_full_name_trgm ON customer_names "

@@ -29,7 +29,7 @@ def _enrol(app, company_id, phone, first_name, last_name=None):
 
 def _names(db, company_id):
     db.expire_all()
-    return {row.customer_id: (row.full_name, row.created_at) for row in db.scalars(
+    return {row.card_number: (row.full_name, row.created_at) for row in db.scalars(
         select(CustomerName).where(CustomerName.company_id == company_id))}
 
 
@@ -38,9 +38,9 @@ def test_enrolment_writes_the_lower_cased_first_and_last_name_and_the_time(app, 
     oleg = _enrol(app, tenant.company_id, "+79120000002", "Олег")
     john = _enrol(app, tenant.company_id, "+79120000003", "John", "Smith")
     assert _names(db, tenant.company_id) == {
-        ivan.id: ("иван петров-водкин", ivan.created_at),
-        oleg.id: ("олег ", oleg.created_at),
-        john.id: ("john smith", john.created_at),
+        ivan.card_number: ("иван петров-водкин", ivan.created_at),
+        oleg.card_number: ("олег ", oleg.created_at),
+        john.card_number: ("john smith", john.created_at),
     }
 
 
@@ -56,7 +56,8 @@ def test_the_name_search_reads_the_name_rows(app, tenant, db):
         return [c.customer.id for c in page], total
 
     assert found("петров") == ([ivan.id], 1)
-    where = (CustomerName.company_id == tenant.company_id, CustomerName.customer_id == ivan.id)
+    where = (CustomerName.company_id == tenant.company_id,
+             CustomerName.card_number == ivan.card_number)
     db.execute(update(CustomerName).where(*where).values(full_name="someone else"))
     db.commit()
     assert found("петров") == ([], 0) and found("else") == ([ivan.id], 1)
@@ -90,21 +91,22 @@ def test_the_migration_fills_in_the_names_of_customers_enrolled_before_it(fresh_
     upgrade(fresh_database, BEFORE)
     engine = make_engine(fresh_database)
     now = utcnow()
-    people = {"c-1": ("Мария", "ИВАНОВА"), "c-2": ("Олег", None)}
+    people = {"2000000000015": ("Мария", "ИВАНОВА"), "2000000000022": ("Олег", None)}
     with engine.begin() as connection:
         connection.execute(Company.__table__.insert(), {"id": "company", "name": "Old Shop",
                                                         "created_at": now})
         connection.execute(Customer.__table__.insert(), [
-            {"company_id": "company", "id": customer_id, "phone": f"+7912000000{i}",
-             "first_name": first, "last_name": last, "card_number": cards.new_card_number(),
+            {"company_id": "company", "id": f"c-{i}", "phone": f"+7912000000{i}",
+             "first_name": first, "last_name": last, "card_number": card_number,
              "card_token": cards.new_card_token(), "created_at": now}
-            for i, (customer_id, (first, last)) in enumerate(people.items())])
+            for i, (card_number, (first, last)) in enumerate(people.items())])
 
     upgrade(fresh_database)
     with engine.connect() as connection:
-        rows = connection.execute(select(CustomerName.customer_id, CustomerName.full_name,
+        rows = connection.execute(select(CustomerName.card_number, CustomerName.full_name,
                                          CustomerName.created_at)).all()
-        assert sorted(rows) == [("c-1", "мария иванова", now), ("c-2", "олег ", now)]
+        assert sorted(rows) == [("2000000000015", "мария иванова", now),
+                                ("2000000000022", "олег ", now)]
         assert names_out_of_step(connection) == []
         indexes = {index["name"] for index in inspect(connection).get_indexes("customer_names")}
         old = {index["name"] for index in inspect(connection).get_indexes("customers")}
@@ -131,7 +133,7 @@ def test_a_name_page_is_its_slice_of_the_enrolment_order_by_walk_or_by_the_match
     monkeypatch.setattr(customers, "WALK_PER_MATCH", walk_per_match)
     enrolled = [_enrol(app, tenant.company_id, f"+791200000{i:02d}", FIRST[i % 5], LAST[i % 6])
                 for i in range(30)]
-    order = sorted(enrolled, key=lambda c: (c.created_at, c.id))
+    order = sorted(enrolled, key=lambda c: (c.created_at, c.card_number))
     with app.extensions["session_factory"]() as session:
         for query in ["а", "АН", "иван", "ов ", "smith", "ли", "олег и", "zzz"]:
             expected = [c.id for c in order
