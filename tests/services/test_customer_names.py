@@ -144,3 +144,21 @@ def test_a_name_page_is_its_slice_of_the_enrolment_order_by_walk_or_by_the_match
                 session.rollback()
                 assert ([c.customer.id for c in page], total) == (
                     expected[offset:offset + limit], len(expected)), (query, offset, limit)
+
+
+@pytest.mark.parametrize("walk_per_match", [0, 10 ** 9])
+def test_customers_enrolled_in_the_same_instant_are_listed_by_card_number_every_way(
+        app, tenant, monkeypatch, walk_per_match):
+    monkeypatch.setattr(customers, "WALK_PER_MATCH", walk_per_match)
+    now = utcnow()
+    with app.extensions["session_factory"]() as session:
+        made = [customers.enrol_customer(session, tenant.company_id, phone=f"+7912000000{i}",
+                                         first_name="Анна", now=now).customer for i in range(4)]
+        session.commit()
+        expected = [c.id for c in sorted(made, key=lambda c: c.card_number)]
+        for query in [None, "анна", "912"]:
+            for offset in range(4):
+                page, total = customers.directory(session, tenant.company_id, query=query,
+                                                  offset=offset, limit=1, now=now)
+                session.rollback()
+                assert ([c.customer.id for c in page], total) == (expected[offset:offset + 1], 4)
