@@ -1,7 +1,8 @@
 """The customer directory at scale: one company with 1,000,000 customers on PostgreSQL.
 
-Seeds the customers and their reward accounts in bulk (COPY) into a fresh database built by
-the migrations, then measures, in the database, the queries the API runs:
+Seeds the customers and their reward accounts in bulk (COPY), and their directory name rows as
+enrolment writes them, into a fresh database built by the migrations, then measures, in the
+database, the queries the API runs:
 
 - search by phone (the register's lookup): the service's query, and its EXPLAIN ANALYZE time;
 - a directory page (page + total) filtered by a name fragment and by a phone fragment;

@@ -36,7 +36,7 @@ class CustomerName(Base):
     several times more pages per match; on PostgreSQL a trigram index on `full_name`
     (migration 0008_customer_names) finds the candidates. Keyed by the card number, the
     customer's other unique key, 13 characters against the id's 36: the table is a sixth
-    smaller, and at a million customers that is what keeps it in the database's cache."""
+    smaller, and more of it stays in the database's cache (docs/decisions.md, customers)."""
 
     __tablename__ = "customer_names"
     __table_args__ = (ForeignKeyConstraint(["company_id", "card_number"],

@@ -147,9 +147,10 @@ def _name_page(session: Session, company_id: str, pattern: str, offset: int,
                limit: int) -> tuple[list, int]:
     """A name fragment's page and exact total. The total counts the matching name rows alone.
     A common fragment (a first name matches thousands) finds its page by walking customers in
-    enrolment order: a few hundred rows for the first pages. The walk stops at WALK_PER_MATCH
-    rows per match, so where it falls short (a rare fragment, a deep page) it has cost less
-    than reading the matches, which then give the page."""
+    enrolment order, matching FULL_NAME of each (what its name row holds): a few hundred rows
+    for the first pages. The walk stops at WALK_PER_MATCH rows per match, so where it falls
+    short (a rare fragment, a deep page) it has cost less than reading the matches, which then
+    give the page."""
     total = session.scalar(select(func.count()).select_from(CustomerName).where(
         CustomerName.company_id == company_id, CustomerName.full_name.like(pattern, escape="\\")))
     if offset >= total:
