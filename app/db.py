@@ -58,6 +58,12 @@ def _unicode_lower(value):
     return value.lower() if isinstance(value, str) else value
 
 
+def add_unicode_lower(dbapi_connection) -> None:
+    """SQLite's own lower() folds ASCII only; case-insensitive search of Cyrillic names (and
+    the directory's name rows, written with lower()) must behave as on PostgreSQL."""
+    dbapi_connection.create_function("lower", 1, _unicode_lower, deterministic=True)
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
@@ -71,9 +77,7 @@ def make_engine(url: str) -> Engine:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
-            # SQLite's own lower() folds ASCII only; case-insensitive search of Cyrillic
-            # names must behave as it does on PostgreSQL.
-            dbapi_connection.create_function("lower", 1, _unicode_lower, deterministic=True)
+            add_unicode_lower(dbapi_connection)
 
         @event.listens_for(engine, "begin")
         def _sqlite_begin(connection):

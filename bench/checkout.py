@@ -39,7 +39,7 @@ from app.db import utcnow  # noqa: E402
 from app.models import (ApiCredential, Cashier, CatalogItem, Company, Customer,  # noqa: E402
                         Program, RewardAccount, Store, Subscription, Terminal)
 from app.models.base import new_id  # noqa: E402
-from app.services import cards, companies, credentials, ledger  # noqa: E402
+from app.services import cards, companies, credentials, customers, ledger  # noqa: E402
 from app.services.scopes import ALL_SCOPES  # noqa: E402
 
 HOT_CUSTOMERS = 5
@@ -96,6 +96,7 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
                        created_at=now)
         session.add(row)
         session.flush()
+        customers.record_names(session, company.id, [row.id])
         account = ledger.open_account(session, company.id, row.id, now)
         ledger.post(session, account, type="ADJUSTMENT", amount=balance, now=now, basis="bench")
         return row.id
@@ -116,6 +117,7 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
              for i in range(extra_customers)]
     if crowd:
         session.execute(Customer.__table__.insert(), crowd)
+        customers.record_names(session, company.id)
         session.execute(RewardAccount.__table__.insert(), [
             {"company_id": company.id, "customer_id": c["id"], "available": 0, "pending": 0,
              "reserved": 0, "updated_at": now} for c in crowd])

@@ -12,16 +12,17 @@ import uuid
 from dataclasses import dataclass, field
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import sessionmaker
 
 from app import create_app
 from app.config import Settings, normalise_database_url
-from app.db import Base, utcnow
+from app.db import Base, add_unicode_lower, utcnow
 from app.migrate import upgrade
 from app.services import companies, credentials
 from app.services.scopes import ALL_SCOPES
+from tests.customer_names import names_out_of_step
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 SUITE_DATABASE_URL = normalise_database_url(os.environ.get("DATABASE_URL", ""))
@@ -85,7 +86,8 @@ def app(settings):
 
 @pytest.fixture(autouse=True)
 def _empty_tables(request):
-    """Every test starts from empty tables (the schema stays)."""
+    """Every test starts from empty tables (the schema stays), and ends with every customer's
+    directory name row in step with the customer, whichever way the test wrote customers."""
     yield
     if "app" not in request.fixturenames:
         return
@@ -94,8 +96,10 @@ def _empty_tables(request):
     # DELETE, children first, on both databases: a test leaves a few rows, and PostgreSQL's
     # TRUNCATE of every table costs 0.15-0.8 s per test against ~10 ms for these deletes.
     with engine.begin() as connection:
+        drifted = names_out_of_step(connection)
         for table in tables:
             connection.execute(text(f"DELETE FROM {table}"))
+    assert not drifted, f"customers without their directory name row in step: {drifted}"
 
 
 @pytest.fixture
@@ -111,6 +115,8 @@ def _checking_sessions(app, database_url):
         yield app.extensions["session_factory"]
         return
     engine = create_engine(database_url, connect_args={"timeout": 30})
+    # The app's lower(): helpers that write customers write their name rows with it.
+    event.listen(engine, "connect", lambda connection, _record: add_unicode_lower(connection))
     yield sessionmaker(engine, expire_on_commit=False)
     engine.dispose()
 

@@ -2,7 +2,7 @@
 from app.models.checkout import CheckoutSession, Hold, Quote, Return, Sale, SaleLine
 from app.models.company import Company, Program, Subscription
 from app.models.credential import ApiCredential
-from app.models.customer import Customer, LedgerEntry, OtpChallenge, RewardAccount
+from app.models.customer import Customer, CustomerName, LedgerEntry, OtpChallenge, RewardAccount
 from app.models.gift_card import GiftCard
 from app.models.idempotency import IdempotencyRecord
 from app.models.location import CatalogItem, CatalogSync, Cashier, Store, Terminal
@@ -10,7 +10,7 @@ from app.models.outbox import AllowedWebhookHost, OutboxEvent, WebhookDelivery, 
 
 __all__ = [
     "AllowedWebhookHost", "ApiCredential", "Cashier", "CatalogItem", "CatalogSync", "CheckoutSession",
-    "Company", "Customer", "GiftCard", "Hold", "IdempotencyRecord", "LedgerEntry", "OtpChallenge",
-    "OutboxEvent", "Program", "Quote", "Return", "RewardAccount", "Sale", "SaleLine", "Store",
-    "Subscription", "Terminal", "WebhookDelivery", "WebhookEndpoint",
+    "Company", "Customer", "CustomerName", "GiftCard", "Hold", "IdempotencyRecord", "LedgerEntry",
+    "OtpChallenge", "OutboxEvent", "Program", "Quote", "Return", "RewardAccount", "Sale",
+    "SaleLine", "Store", "Subscription", "Terminal", "WebhookDelivery", "WebhookEndpoint",
 ]

@@ -4,25 +4,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from sqlalchemy import and_, bindparam, false, func, literal_column, select
+from sqlalchemy import and_, bindparam, false, func, insert, literal_column, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.models import Customer, RewardAccount
+from app.models import Customer, CustomerName, RewardAccount
 from app.models.base import new_id
 from app.services import cards, companies, ledger, otp, phones
 from app.services.errors import Conflict, NotFound
 from app.services.rewards import LARGEST_BALANCE, Balance, fresh
 
 CARD_NUMBER_TRIES = 5
+# A name page walked in enrolment order reads at most this many customers per match before the
+# matches themselves give the page (see _name_page).
+WALK_PER_MATCH = 2
 
-# The directory's name search runs over "first last", lower-cased. Migration
-# 0004_customers_trgm indexes exactly this expression on PostgreSQL (pg_trgm); keep them equal.
+# The directory's name search runs over "first last", lower-cased by the database, kept in
+# CustomerName.full_name; migration 0008_customer_names fills it with this same expression.
 FULL_NAME = func.lower(Customer.first_name + literal_column("' '")
                        + func.coalesce(Customer.last_name, literal_column("''")))
 
 _ACCOUNT_JOIN = and_(RewardAccount.company_id == Customer.company_id,
                      RewardAccount.customer_id == Customer.id)
+# The directory's order: enrolment, and the same instant by card number (the key of a name
+# row, so every way of finding a page agrees).
+_ENROLMENT_ORDER = (Customer.created_at, Customer.card_number)
 _BY_PHONE = (select(Customer, RewardAccount).join(RewardAccount, _ACCOUNT_JOIN)
              .where(Customer.company_id == bindparam("company_id"), Customer.phone == bindparam("phone")))
 _ID_BY_PHONE = select(Customer.id).where(Customer.company_id == bindparam("company_id"),
@@ -64,6 +70,8 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
             # (one in 10^11) leaves the rest of the transaction usable.
             with session.begin_nested():
                 session.add(customer)
+                session.flush()
+                record_names(session, company_id, [customer.id])
                 account = ledger.open_account(session, company_id, customer.id, now)
                 session.flush()
             return CustomerBalance(customer, Balance.of(account))
@@ -71,6 +79,23 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
             ensure_not_enrolled(session, company_id, phone)
             if attempt == CARD_NUMBER_TRIES:
                 raise
+
+
+def record_names(session: Session, company_id: str, customer_ids: list[str] | None = None) -> None:
+    """Write the directory's name row of each of these customers (flushed already); with no ids,
+    of every customer of the company still without one (after a bulk load). Whatever writes a
+    customer calls it in the same transaction."""
+    rows = select(Customer.company_id, Customer.card_number, Customer.created_at, FULL_NAME).where(
+        Customer.company_id == company_id)
+    if customer_ids is None:
+        rows = rows.where(Customer.card_number.not_in(
+            select(CustomerName.card_number).where(CustomerName.company_id == company_id)))
+    elif customer_ids:
+        rows = rows.where(Customer.id.in_(customer_ids))
+    else:
+        return
+    session.execute(insert(CustomerName).from_select(
+        ["company_id", "card_number", "created_at", "full_name"], rows))
 
 
 def find_by_phone(session: Session, company_id: str, phone: str, now: datetime) -> CustomerBalance:
@@ -84,26 +109,26 @@ def find_by_phone(session: Session, company_id: str, phone: str, now: datetime) 
 def directory(session: Session, company_id: str, *, query: str | None = None,
               minimum_available: int | None = None, offset: int = 0, limit: int = 20,
               now: datetime) -> tuple[list[CustomerBalance], int]:
-    """One page of customers in enrolment order, with balances, and how many match.
-    `query` is a fragment of the phone's digits when it is written as a number, else a
-    fragment of the name (case-insensitive)."""
-    text_match = floor = None
-    if query:
-        digits = phones.digits_fragment(query)
-        text_match = (Customer.phone.like(f"%{digits}%") if digits is not None else
-                      FULL_NAME.like(f"%{_escape_like(query.lower())}%", escape="\\"))
+    """One page of customers in enrolment order (the same instant: by card number), with
+    balances, and how many match. `query` is a fragment of the phone's digits when it is
+    written as a number, else a fragment of the name (case-insensitive)."""
+    floor = None
     if minimum_available is not None:
         # Beyond the largest balance kept nobody qualifies (and the number fits no column).
         floor = (RewardAccount.available >= minimum_available
                  if minimum_available <= LARGEST_BALANCE else false())
-    if text_match is not None:
-        rows, total = _matching_page(session, company_id, text_match, floor, offset, limit)
+    digits = phones.digits_fragment(query) if query else None
+    if query and digits is None and floor is None:
+        rows, total = _name_page(session, company_id, _name_pattern(query), offset, limit)
+    elif query:
+        rows, total = _matching_page(session, company_id, _matches(company_id, query, digits, floor),
+                                     offset, limit)
     else:
         accounts = [RewardAccount.company_id == company_id, *([] if floor is None else [floor])]
         rows = session.execute(
             select(Customer, RewardAccount).join(RewardAccount, _ACCOUNT_JOIN)
             .where(Customer.company_id == company_id, *accounts)
-            .order_by(Customer.created_at, Customer.id).offset(offset).limit(limit)).all()
+            .order_by(*_ENROLMENT_ORDER).offset(offset).limit(limit)).all()
         # One account per customer: count the narrower table.
         total = (offset + len(rows) if rows and len(rows) < limit else
                  session.scalar(select(func.count()).select_from(RewardAccount).where(*accounts)))
@@ -114,25 +139,77 @@ def directory(session: Session, company_id: str, *, query: str | None = None,
             for customer, account in rows], total
 
 
-def _matching_page(session: Session, company_id: str, text_match, floor, offset: int,
+def _name_pattern(query: str) -> str:
+    return f"%{_escape_like(query.lower())}%"
+
+
+def _name_page(session: Session, company_id: str, pattern: str, offset: int,
+               limit: int) -> tuple[list, int]:
+    """A name fragment's page and exact total. The total counts the matching name rows alone.
+    A common fragment (a first name matches thousands) finds its page by walking customers in
+    enrolment order, matching FULL_NAME of each (what its name row holds): a few hundred rows
+    for the first pages. The walk stops at WALK_PER_MATCH rows per match, so where it falls
+    short (a rare fragment, a deep page) it has cost less than reading the matches, which then
+    give the page."""
+    total = session.scalar(select(func.count()).select_from(CustomerName).where(
+        CustomerName.company_id == company_id, CustomerName.full_name.like(pattern, escape="\\")))
+    if offset >= total:
+        return [], total
+    walked = (select(Customer.card_number, Customer.created_at, FULL_NAME.label("full_name"))
+              .where(Customer.company_id == company_id).order_by(*_ENROLMENT_ORDER)
+              .limit(WALK_PER_MATCH * total).subquery("walked"))
+    page = select(walked.c.card_number, walked.c.created_at).where(
+        walked.c.full_name.like(pattern, escape="\\"))
+    rows = _page_of(session, company_id, page, offset, limit)
+    if len(rows) >= min(limit, total - offset):
+        return rows, total
+    return _matching_page(session, company_id, _name_matches(company_id, pattern), offset, limit)
+
+
+def _name_matches(company_id: str, pattern: str):
+    return select(CustomerName.card_number, CustomerName.created_at).where(
+        CustomerName.company_id == company_id, CustomerName.full_name.like(pattern, escape="\\"))
+
+
+def _matches(company_id: str, query: str, digits: str | None, floor):
+    """(card_number, created_at) of the customers a text query matches: phone digits in the
+    customers table, a name fragment in the narrow CustomerName table (both trigram-indexed on
+    PostgreSQL)."""
+    if digits is not None:
+        found = select(Customer.card_number, Customer.created_at).where(
+            Customer.company_id == company_id, Customer.phone.like(f"%{digits}%"))
+    else:
+        found = _name_matches(company_id, _name_pattern(query))
+        if floor is not None:
+            found = found.join(Customer, and_(Customer.company_id == CustomerName.company_id,
+                                              Customer.card_number == CustomerName.card_number))
+    if floor is not None:
+        found = found.join(RewardAccount, _ACCOUNT_JOIN).where(floor)
+    return found
+
+
+def _matching_page(session: Session, company_id: str, matches, offset: int,
                    limit: int) -> tuple[list, int]:
     """A page of a text search and its total from one pass over the matches: the trigram index
     finds them once (materialised), the page and the count are both taken from that set."""
-    matches = select(Customer.id, Customer.created_at).where(Customer.company_id == company_id,
-                                                             text_match)
-    if floor is not None:
-        matches = matches.join(RewardAccount, _ACCOUNT_JOIN).where(floor)
     matches = matches.cte("matches").prefix_with("MATERIALIZED", dialect="postgresql")
-    page = (select(matches.c.id, matches.c.created_at)
-            .order_by(matches.c.created_at, matches.c.id).offset(offset).limit(limit).subquery("page"))
     total = select(func.count()).select_from(matches).scalar_subquery().label("total")
-    found = session.execute(
-        select(Customer, RewardAccount, total).select_from(page)
-        .join(Customer, and_(Customer.company_id == company_id, Customer.id == page.c.id))
-        .join(RewardAccount, _ACCOUNT_JOIN).order_by(page.c.created_at, page.c.id)).all()
+    found = _page_of(session, company_id, select(matches), offset, limit, total)
     if not found:  # past the end: no row carried the total
         return [], session.scalar(select(func.count()).select_from(matches))
     return [(customer, account) for customer, account, _ in found], found[0].total
+
+
+def _page_of(session: Session, company_id: str, keys, offset: int, limit: int, *extra) -> list:
+    """The customers and accounts of one page of `keys` (card_number, created_at), in
+    enrolment order."""
+    page = (keys.order_by(keys.selected_columns.created_at, keys.selected_columns.card_number)
+            .offset(offset).limit(limit).subquery("page"))
+    return session.execute(
+        select(Customer, RewardAccount, *extra).select_from(page)
+        .join(Customer, and_(Customer.company_id == company_id,
+                             Customer.card_number == page.c.card_number))
+        .join(RewardAccount, _ACCOUNT_JOIN).order_by(page.c.created_at, page.c.card_number)).all()
 
 
 def _escape_like(text: str) -> str:

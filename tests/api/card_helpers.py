@@ -14,7 +14,7 @@ from cryptography.x509.oid import NameOID
 from app import create_app
 from app.db import utcnow
 from app.models import Customer, Store
-from app.services import cards, ledger
+from app.services import cards, customers, ledger
 
 PASS_TYPE_ID = "pass.example.loyalty.test"
 TEAM_ID = "TEAM123456"
@@ -28,6 +28,7 @@ def make_customer(db, company_id, *, first_name="Anna", available=0, pending=0, 
                         card_token=cards.new_card_token(), created_at=now)
     db.add(customer)
     db.flush()
+    customers.record_names(db, company_id, [customer.id])
     account = ledger.open_account(db, company_id, customer.id, now)
     if available + reserved:
         ledger.post(db, account, type="ADJUSTMENT", amount=available + reserved, now=now,

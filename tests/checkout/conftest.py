@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 from app.db import utcnow
 from app.models import (CatalogItem, CheckoutSession, Customer, Hold, OutboxEvent, RewardAccount,
                         Store, Terminal)
-from app.services import cards, companies, holds, ledger
+from app.services import cards, companies, customers, holds, ledger
 from app.services.money import format_amount, parse_amount
 
 
@@ -54,6 +54,7 @@ class Shop:
                                 card_token=cards.new_card_token(), created_at=now)
             session.add(customer)
             session.flush()
+            customers.record_names(session, customer.company_id, [customer.id])
             account = ledger.open_account(session, customer.company_id, customer.id, now)
             if parse_amount(balance):
                 ledger.post(session, account, type="ADJUSTMENT", amount=parse_amount(balance),
