@@ -348,7 +348,9 @@ def main() -> None:
     parser.add_argument("--paused-registers", default="16",
                         help="comma-separated register counts for the paused runs")
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--processes", type=int, default=4, help="load generator processes")
+    parser.add_argument("--processes", type=int, default=16,
+                        help="load generator processes: registers are separate machines, so "
+                             "up to 16 run one each and the generator's own GIL adds no wait")
     parser.add_argument("--extra-customers", type=int, default=20_000)
     parser.add_argument("--history", type=int, default=20_000,
                         help="past checkouts seeded before measuring")

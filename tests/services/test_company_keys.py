@@ -1,4 +1,4 @@
-"""Which rows keep a key to `companies` on PostgreSQL (migration 0008): the register's rows
+"""Which rows keep a key to `companies` on PostgreSQL (migration 0009): the register's rows
 reach their company through a parent; the migration goes both ways."""
 import pytest
 from alembic import command
@@ -50,7 +50,7 @@ def test_the_migration_goes_down_and_up_again(postgres_scratch_url):
     command.upgrade(config, "heads")
     engine = create_engine(postgres_scratch_url)
     try:
-        command.downgrade(config, "0007_gift_card_misses")
+        command.downgrade(config, "0008_customer_names")
         with engine.connect() as connection:
             assert REGISTER_ROWS <= _referencing_companies(connection)
         command.upgrade(config, "heads")

@@ -10,13 +10,13 @@ authenticated key (idempotency records, outbox events); companies are never dele
 SQLite keeps the constraints: it has one writer at a time, so nothing contends, and dropping
 a constraint there rebuilds the table.
 
-Revision ID: 0008_register_path_keys
-Revises: 0007_gift_card_misses
+Revision ID: 0009_register_path_keys
+Revises: 0008_customer_names
 """
 from alembic import op
 
-revision = "0008_register_path_keys"
-down_revision = "0007_gift_card_misses"
+revision = "0009_register_path_keys"
+down_revision = "0008_customer_names"
 branch_labels = None
 depends_on = None
 
