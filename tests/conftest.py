@@ -72,6 +72,17 @@ def database_url(tmp_path_factory):
         yield url
 
 
+@pytest.fixture
+def fresh_database(tmp_path):
+    """An empty database of its own, for migrating step by step."""
+    if ON_POSTGRES:
+        url = _create_postgres_database(SUITE_DATABASE_URL)
+        yield url
+        _drop_postgres_database(SUITE_DATABASE_URL, url)
+    else:
+        yield f"sqlite:///{tmp_path / 'migrated.db'}"
+
+
 @pytest.fixture(scope="session")
 def settings(database_url):
     return Settings(database_url=database_url, redis_url=REDIS_URL or None,

@@ -5,8 +5,6 @@ from alembic import command
 from sqlalchemy import create_engine, text
 
 from app.migrate import alembic_config
-from tests.conftest import (SUITE_DATABASE_URL, _create_postgres_database,
-                            _drop_postgres_database)
 
 pytestmark = pytest.mark.postgres
 
@@ -38,17 +36,10 @@ def test_register_rows_reach_their_company_through_a_parent(app):
             assert parent in _parents(connection, table), table
 
 
-@pytest.fixture
-def postgres_scratch_url():
-    url = _create_postgres_database(SUITE_DATABASE_URL)
-    yield url
-    _drop_postgres_database(SUITE_DATABASE_URL, url)
-
-
-def test_the_migration_goes_down_and_up_again(postgres_scratch_url):
-    config = alembic_config(postgres_scratch_url)
+def test_the_migration_goes_down_and_up_again(fresh_database):
+    config = alembic_config(fresh_database)
     command.upgrade(config, "heads")
-    engine = create_engine(postgres_scratch_url)
+    engine = create_engine(fresh_database)
     try:
         command.downgrade(config, "0008_customer_names")
         with engine.connect() as connection:

@@ -11,8 +11,7 @@ from app.db import make_engine, utcnow
 from app.migrate import alembic_config, upgrade
 from app.models import Company, Customer, CustomerName
 from app.services import cards, customers
-from tests.conftest import ON_POSTGRES, SUITE_DATABASE_URL, _create_postgres_database, \
-    _drop_postgres_database
+from tests.conftest import ON_POSTGRES
 from tests.customer_names import names_out_of_step
 
 BEFORE = "0007_gift_card_misses"
@@ -74,17 +73,6 @@ def test_recording_names_of_no_customers_writes_nothing(app, tenant, db):
     customers.record_names(db, tenant.company_id)  # every customer has its row already
     db.commit()
     assert len(_names(db, tenant.company_id)) == 1
-
-
-@pytest.fixture
-def fresh_database(tmp_path):
-    """An empty database of its own, for migrating step by step."""
-    if ON_POSTGRES:
-        url = _create_postgres_database(SUITE_DATABASE_URL)
-        yield url
-        _drop_postgres_database(SUITE_DATABASE_URL, url)
-    else:
-        yield f"sqlite:///{tmp_path / 'migrated.db'}"
 
 
 def test_the_migration_fills_in_the_names_of_customers_enrolled_before_it(fresh_database):
