@@ -151,8 +151,8 @@ def _name_page(session: Session, company_id: str, pattern: str, offset: int,
     for the first pages. The walk stops at WALK_PER_MATCH rows per match, so where it falls
     short (a rare fragment, a deep page) it has cost less than reading the matches, which then
     give the page."""
-    total = session.scalar(select(func.count()).select_from(CustomerName).where(
-        CustomerName.company_id == company_id, CustomerName.full_name.like(pattern, escape="\\")))
+    total = session.scalar(select(func.count()).select_from(
+        _name_matches(company_id, pattern).subquery()))
     if offset >= total:
         return [], total
     walked = (select(Customer.card_number, Customer.created_at, FULL_NAME.label("full_name"))
