@@ -132,6 +132,17 @@ class Replayer:
                     else self._value(p, fresh, shift) for p in parameters]
         return parameters
 
+    def _step(self, cursor, step: str, fresh: dict, shift: timedelta) -> None:
+        """One request's statements, as captured, with this checkout's ids and times."""
+        for statement, parameters, many in self.trace.steps[step]:
+            params = self._params(parameters, fresh, shift)
+            if many and isinstance(params, list):  # a batch of "insertmanyvalues"
+                cursor.executemany(statement, params)  # arrives as one dict
+            else:
+                cursor.execute(statement, params)
+                if cursor.description is not None:
+                    cursor.fetchall()
+
     def checkout(self, register: Register, steps, now: datetime, on_step) -> None:
         """One checkout of `steps` for `register`; `on_step(step)` is called as each step
         starts and returns a callable to call when it is done (the caller's timer)."""
@@ -140,14 +151,7 @@ class Replayer:
         for step in steps:
             done = on_step(step)
             with self.connection.cursor() as cursor:
-                for statement, parameters, many in self.trace.steps[step]:
-                    params = self._params(parameters, fresh, shift)
-                    if many and isinstance(params, list):  # a batch of "insertmanyvalues"
-                        cursor.executemany(statement, params)  # arrives as one dict
-                    else:
-                        cursor.execute(statement, params)
-                        if cursor.description is not None:
-                            cursor.fetchall()
+                self._step(cursor, step, fresh, shift)
             self.connection.commit()
             done()
 
@@ -161,12 +165,7 @@ class Replayer:
                 when = now - timedelta(days=days * (len(registers) - index) / len(registers))
                 shift = when - self.trace.captured_at
                 for step in STEPS if index % 10 == 9 else STEPS[:-1]:  # 1 in 10 returns
-                    for statement, parameters, many in self.trace.steps[step]:
-                        params = self._params(parameters, fresh, shift)
-                        if many and isinstance(params, list):
-                            cursor.executemany(statement, params)
-                        else:
-                            cursor.execute(statement, params)
+                    self._step(cursor, step, fresh, shift)
                 if index % batch == batch - 1:
                     self.connection.commit()
         self.connection.commit()
