@@ -6,10 +6,11 @@ response is ready.
 """
 from __future__ import annotations
 
+import select
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
-from sqlalchemy import DateTime, Engine, MetaData, create_engine, event
+from sqlalchemy import DateTime, Engine, MetaData, create_engine, event, exc
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -86,9 +87,23 @@ def make_engine(url: str) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    # No pre-ping: it would add a round trip to every request. Connections are recycled
-    # instead, and a request that meets a dropped connection fails once and is retried.
-    return create_engine(normalise_database_url(url), pool_size=5, max_overflow=10, pool_recycle=1800)
+    engine = create_engine(normalise_database_url(url), pool_size=5, max_overflow=10,
+                           pool_recycle=1800)
+    event.listen(engine, "checkout", _discard_if_closed_by_server)
+    return engine
+
+
+def _discard_if_closed_by_server(dbapi_connection, _record, _proxy) -> None:
+    """A pooled connection the server has closed (a restart, an idle timeout) is replaced
+    before a request uses it. An idle connection of ours has nothing to read: if its socket
+    is readable, the server has sent its goodbye or the socket is shut. One poll, no round
+    trip (a pre-ping would cost one on every request)."""
+    if dbapi_connection.closed:
+        raise exc.DisconnectionError("connection closed")
+    poller = select.poll()  # not select.select: it fails on descriptors past 1024
+    poller.register(dbapi_connection.fileno(), select.POLLIN)
+    if poller.poll(0):
+        raise exc.DisconnectionError("the server closed the connection")
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
@@ -122,3 +137,22 @@ def transaction(app):
     if events:
         from app.requests import enqueue_events
         enqueue_events(app, [(event.company_id, event.id) for event in events])
+
+
+# SQLSTATEs that mean the server is gone or going, not that the statement was wrong:
+# connection exceptions (08…), and admin shutdown, crash shutdown, "cannot connect now".
+_UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """Whether a database error means the server cannot be reached (a 503 to retry), rather
+    than a fault of ours (a 500). SQLite, a file, is never 'unavailable'."""
+    if not isinstance(error, exc.DBAPIError) or error.connection_invalidated:
+        return isinstance(error, exc.DBAPIError)
+    original = error.orig
+    if type(original).__module__.split(".")[0] != "psycopg2":
+        return False
+    state = getattr(original, "pgcode", None)
+    if state is None:  # refused at connect, or the socket broke: libpq's own errors
+        return isinstance(error, exc.OperationalError)
+    return state.startswith(_UNAVAILABLE_STATES)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, jsonify, request
+from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
+from app.db import database_unavailable
 from app.services.errors import DomainError, InvalidField, RateLimited
 
 log = logging.getLogger("app.errors")
@@ -66,6 +68,8 @@ def http_error_response(error: HTTPException):
         return validation_response(webargs_items(error.data["messages"]))
     if isinstance(error, InternalServerError):
         original = getattr(error, "original_exception", None)
+        if isinstance(original, DBAPIError):  # raised by the commit, after the view
+            return database_error_response(original)
         if original is not None:
             log.exception("unhandled error", exc_info=original)
         return error_body(500, "internal_error", "internal error")
@@ -93,7 +97,20 @@ def unexpected_error_response(error: Exception):
     return error_body(500, "internal_error", "internal error")
 
 
+def database_error_response(error: DBAPIError):
+    """The database away (a restart, a failover): 503, and the register tries again in a
+    second. The transaction was rolled back, so nothing was changed (CONTRACT §16)."""
+    if not database_unavailable(error):
+        return unexpected_error_response(error)
+    route = request.url_rule.rule if request.url_rule else "(no route)"  # paths carry tokens
+    reason = (str(error.orig).strip().splitlines() or [""])[0]
+    log.warning("database unavailable on %s %s: %s", request.method, route, reason)
+    return error_body(503, "database_unavailable", "the database cannot be reached; try again",
+                      {"Retry-After": "1"})
+
+
 def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(DomainError, domain_error_response)
+    app.register_error_handler(DBAPIError, database_error_response)
     app.register_error_handler(HTTPException, http_error_response)
     app.register_error_handler(Exception, unexpected_error_response)
