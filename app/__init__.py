@@ -76,9 +76,9 @@ def register_delivery(app: Flask, settings: Settings) -> None:
     the outbox until a worker's sweep finds them."""
     if not settings.redis_url:
         return
-    from app.delivery_queue import event_enqueuer
+    from app.delivery_queue import EventEnqueuer
 
-    app.extensions["enqueue_events"] = event_enqueuer(settings)
+    app.extensions["enqueue_events"] = EventEnqueuer(settings)
 
 
 def register_cli(app: Flask) -> None:

@@ -44,6 +44,13 @@ def _int(env: dict, name: str, default: int) -> int:
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
 
 
+def _positive(env: dict, name: str, default: int) -> int:
+    value = _int(env, name, default)
+    if value < 1:
+        raise ConfigError(f"{name} must be at least 1, got {value}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -56,6 +63,7 @@ class Settings:
     max_content_length: int = 16 * 1024 * 1024
     session_ttl: int = 24 * 3600
     rq_queue: str = "loyalty"
+    upkeep_interval_seconds: int = 30
     log_level: str = "INFO"
     development: bool = True
     wallet: dict = field(default_factory=dict)
@@ -85,6 +93,7 @@ class Settings:
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 16 * 1024 * 1024),
             session_ttl=_int(env, "SESSION_TTL", 24 * 3600),
             rq_queue=env.get("RQ_QUEUE") or "loyalty",
+            upkeep_interval_seconds=_positive(env, "UPKEEP_INTERVAL_SECONDS", 30),
             log_level=env.get("LOG_LEVEL") or "INFO",
             development=embedded,
             wallet={

@@ -1,10 +1,15 @@
 """The RQ queue that carries webhook work to the worker."""
 from __future__ import annotations
 
+import logging
+import time
 from datetime import timedelta
 from functools import lru_cache
 
 from redis import Redis
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+from redis.retry import Retry
 from rq import Queue
 
 from app.config import Settings
@@ -18,17 +23,41 @@ DELIVER_JOB_TIMEOUT = 45
 FAILURE_TTL = 7 * 24 * 3600
 DISPATCH_FLAG_TTL = 60
 DELIVER_JOB_OPTIONS = {"timeout": DELIVER_JOB_TIMEOUT, "result_ttl": 0, "failure_ttl": FAILURE_TTL}
+# After Redis failed a request, the next ones do not ask it for this long: the outbox keeps
+# their events for the sweep, and the web worker does not pay a failed connect per request.
+REDIS_AWAY_SECONDS = 5.0
+
+log = logging.getLogger("app.delivery_queue")
 
 
 @lru_cache(maxsize=4)
 def queue(redis_url: str, name: str) -> Queue:
-    return Queue(name, connection=Redis.from_url(redis_url))
+    """Commands fail within a second or two when Redis is away (they run after a register's
+    response, in the web worker that serves the next one); one immediate retry reconnects a
+    pooled connection that a Redis restart closed."""
+    connection = Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=2,
+                                retry=Retry(NoBackoff(), 1), health_check_interval=30)
+    return Queue(name, connection=connection)
 
 
-def event_enqueuer(settings: Settings):
+class EventEnqueuer:
     """What a request calls with its committed events: a dispatch run takes every event
     waiting, so the ids themselves need not travel."""
-    return lambda _ids: request_dispatch(settings)
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.away_until = 0.0
+
+    def __call__(self, _ids) -> None:
+        now = time.monotonic()
+        if now < self.away_until:
+            return
+        try:
+            request_dispatch(self.settings)
+        except RedisError as error:
+            self.away_until = now + REDIS_AWAY_SECONDS
+            log.warning("Redis unreachable (%s): events wait in the outbox for the sweep; "
+                        "not asking again for %.0f s", error, REDIS_AWAY_SECONDS)
 
 
 def dispatch_flag_key(settings: Settings) -> str:

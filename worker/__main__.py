@@ -1,6 +1,12 @@
 """`python -m worker`: an RQ worker with its scheduler, plus a timer that enqueues the
 periodic upkeep. Several workers may run: a Redis lock lets one enqueue per interval.
 
+It runs until it is stopped (CONTRACT §16). When Redis goes away the RQ loop ends or backs
+off; we start it again with backoff, so neither idle hours nor a Redis restart end the
+process. A job that meets a PostgreSQL restart fails, and the outbox sweep enqueues its work
+again. SIGTERM lets the running job finish and exits 0. Only settings that cannot work
+(exit 2) end it otherwise, so a supervisor restarts whatever did die.
+
 Jobs run in the worker process itself (RQ's SimpleWorker): a job is a few short transactions
 and one HTTP request, and forking a child per job (RQ's default Worker), which then opens its
 own database connection, made deliveries about four times slower (bench/webhook_delivery.py).
@@ -8,17 +14,21 @@ Scale out with more worker processes."""
 from __future__ import annotations
 
 import logging
+import signal
+import sys
 import threading
 
 from redis import Redis
+from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker
 from rq.worker import BaseWorker
 
-from worker.context import worker_app
-from worker.periodic import INTERVAL_SECONDS
+from app.config import ConfigError
 
 log = logging.getLogger("worker")
 PERIODIC_JOB = "worker.periodic.run_periodic_tasks"
+UPKEEP_JOB_TIMEOUT = 600
+LONGEST_BACKOFF = 30.0
 
 
 def periodic_lock_key(queue_name: str) -> str:
@@ -26,29 +36,84 @@ def periodic_lock_key(queue_name: str) -> str:
     return f"loyalty:periodic-lock:{queue_name}"
 
 
-def _enqueue_periodic(redis: Redis, queue: Queue, stop: threading.Event) -> None:
+def worker_redis(url: str) -> Redis:
+    """The worker's connection. No socket timeout of ours: RQ sets one longer than its
+    blocking dequeue (redis-py's default 5 s ended the worker after 5 idle seconds).
+    Keepalive and health checks find a connection that died quietly."""
+    return Redis.from_url(url, socket_timeout=None, socket_connect_timeout=5,
+                          socket_keepalive=True, health_check_interval=30)
+
+
+def enqueue_upkeep(queue: Queue, interval: int, stop: threading.Event) -> None:
+    """Every `interval` seconds, one upkeep job across all workers. A Redis outage skips
+    rounds; it never ends the timer."""
     while not stop.is_set():
-        # One enqueue per interval across all workers.
-        if redis.set(periodic_lock_key(queue.name), "1", nx=True, ex=INTERVAL_SECONDS - 1):
-            queue.enqueue(PERIODIC_JOB, job_timeout=600)
-        stop.wait(INTERVAL_SECONDS)
+        try:
+            lock = periodic_lock_key(queue.name)
+            if queue.connection.set(lock, "1", nx=True, ex=max(1, interval - 1)):
+                queue.enqueue(PERIODIC_JOB, job_timeout=UPKEEP_JOB_TIMEOUT, result_ttl=0)
+        except RedisError as error:
+            log.warning("upkeep not enqueued, Redis unreachable (%s); trying again in %d s",
+                        error, interval)
+        except Exception:  # noqa: BLE001 - the timer must outlive any one round
+            log.exception("upkeep not enqueued; trying again in %d s", interval)
+        stop.wait(interval)
 
 
-def main(worker_class: type[BaseWorker] = SimpleWorker) -> None:
-    app = worker_app()
-    settings = app.config["SETTINGS"]
+def _stop_on_signals(stop: threading.Event) -> None:
+    """Between two runs of RQ's loop, SIGTERM and SIGINT just end the process."""
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stop.set())
+
+
+def serve(queue: Queue, stop: threading.Event,
+          worker_class: type[BaseWorker] = SimpleWorker) -> None:
+    """RQ's loop, started again whenever it ends without being asked to stop."""
+    backoff = 1.0
+    while not stop.is_set():
+        worker, worked = None, False
+        try:  # RQ speaks to Redis from the constructor on, before its loop catches anything
+            worker = worker_class([queue], connection=queue.connection)
+            worked = worker.work(with_scheduler=True)
+        except RedisError as error:
+            log.warning("Redis unreachable (%s)", error)
+        except Exception:  # noqa: BLE001 - logged; the process stays up for the next try
+            log.exception("the RQ loop failed")
+        if worker is not None and worker._shutdown_requested_date is not None:
+            return  # SIGTERM: the running job has finished
+        _stop_on_signals(stop)
+        backoff = 1.0 if worked else min(backoff * 2, LONGEST_BACKOFF)
+        log.warning("the RQ loop ended; starting it again in %.0f s", backoff)
+        stop.wait(backoff)
+
+
+def main(worker_class: type[BaseWorker] = SimpleWorker) -> int:
+    from worker.context import worker_app
+
+    try:
+        settings = worker_app().config["SETTINGS"]
+    except ConfigError as error:
+        print(f"worker: {error}", file=sys.stderr)
+        return 2
     if not settings.redis_url:
-        raise SystemExit("REDIS_URL must be set for the worker")
-    redis = Redis.from_url(settings.redis_url)
-    queue = Queue(settings.rq_queue, connection=redis)
+        print("worker: REDIS_URL must be set", file=sys.stderr)
+        return 2
+    queue = Queue(settings.rq_queue, connection=worker_redis(settings.redis_url))
+    # The timer has a connection of its own: the worker's blocks in its dequeue.
+    timer_queue = Queue(settings.rq_queue,
+                        connection=Redis.from_url(settings.redis_url, socket_timeout=5,
+                                                  socket_connect_timeout=5))
     stop = threading.Event()
-    timer = threading.Thread(target=_enqueue_periodic, args=(redis, queue, stop), daemon=True)
+    timer = threading.Thread(target=enqueue_upkeep, name="upkeep-timer", daemon=True,
+                             args=(timer_queue, settings.upkeep_interval_seconds, stop))
     timer.start()
     try:
-        worker_class([queue], connection=redis).work(with_scheduler=True)
+        serve(queue, stop, worker_class)
     finally:
         stop.set()
+    log.info("worker stopped")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -17,7 +17,6 @@ from worker.context import job_session, worker_app
 from worker.jobs import sweep_outbox
 
 log = logging.getLogger("worker.periodic")
-INTERVAL_SECONDS = 30
 
 
 def mature_rewards(session: Session, now: datetime) -> int:
