@@ -2,7 +2,6 @@
 pooled connection the server closed meanwhile never fails a request."""
 from __future__ import annotations
 
-import socket
 from dataclasses import replace
 
 import pytest
@@ -11,19 +10,16 @@ from sqlalchemy.pool import NullPool
 
 from app import create_app
 from tests.conftest import ON_POSTGRES
+from tests.ports import free_port
 
 pytestmark = pytest.mark.postgres
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]  # nothing listens once the probe closes
 
 
 @pytest.fixture
 def unreachable_app(settings):
-    url = f"postgresql+psycopg2://postgres@127.0.0.1:{_closed_port()}/loyalty"
+    url = f"postgresql+psycopg2://postgres@127.0.0.1:{free_port()}/loyalty"
     app = create_app(replace(settings, database_url=url))
     yield app
     app.extensions["engine"].dispose()

@@ -4,7 +4,6 @@ after a pause instead of on every request."""
 from __future__ import annotations
 
 import logging
-import socket
 from dataclasses import replace
 
 import pytest
@@ -12,17 +11,14 @@ from sqlalchemy import func, select
 
 from app import create_app
 from app.models import OutboxEvent
+from tests.ports import free_port
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
 def app_without_redis(settings):
-    return create_app(replace(settings, redis_url=f"redis://127.0.0.1:{_closed_port()}/0"))
+    return create_app(replace(settings, redis_url=f"redis://127.0.0.1:{free_port()}/0"))
 
 
 def test_enrolments_succeed_and_their_events_wait_while_redis_is_away(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 import redis
 
 from tests.conftest import TEST_PEPPER
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,10 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 IDLE_SECONDS = 8
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class ThrowawayRedis:
@@ -62,7 +58,7 @@ def _wait_for(predicate, seconds: float) -> bool:
 
 @pytest.fixture
 def throwaway_redis():
-    server = ThrowawayRedis(_free_port())
+    server = ThrowawayRedis(free_port())
     server.start()
     yield server
     server.kill()
