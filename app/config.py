@@ -44,6 +44,13 @@ def _int(env: dict, name: str, default: int) -> int:
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
 
 
+def _retention_days(env: dict) -> int:
+    days = _int(env, "OUTBOX_RETENTION_DAYS", 30)
+    if days < 1:  # 0 would delete events the moment they are delivered
+        raise ConfigError(f"OUTBOX_RETENTION_DAYS must be at least 1, got {days}")
+    return days
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -53,6 +60,8 @@ class Settings:
     webhook_allow_private_addresses: bool = False
     webhook_ca_bundle: str | None = None
     idempotency_ttl: int = 24 * 3600
+    outbox_retention_days: int = 30
+    metrics_token: str | None = None
     max_content_length: int = 16 * 1024 * 1024
     session_ttl: int = 24 * 3600
     rq_queue: str = "loyalty"
@@ -82,6 +91,8 @@ class Settings:
             webhook_allow_private_addresses=_flag(env.get("WEBHOOK_ALLOW_PRIVATE_ADDRESSES")),
             webhook_ca_bundle=env.get("WEBHOOK_CA_BUNDLE") or None,
             idempotency_ttl=_int(env, "IDEMPOTENCY_TTL", 24 * 3600),
+            outbox_retention_days=_retention_days(env),
+            metrics_token=env.get("METRICS_TOKEN") or None,
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 16 * 1024 * 1024),
             session_ttl=_int(env, "SESSION_TTL", 24 * 3600),
             rq_queue=env.get("RQ_QUEUE") or "loyalty",

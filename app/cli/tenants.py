@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import sys
+
 import click
 from flask import current_app
 from flask.cli import AppGroup, with_appcontext
@@ -170,11 +172,12 @@ def subscriptions_set(company_id, status, register_limit, access_until):
 
 @idempotency_cli.command("purge")
 def idempotency_purge():
-    """Delete idempotency records older than IDEMPOTENCY_TTL."""
-    from app.idempotency import purge_expired
+    """Delete idempotency records older than IDEMPOTENCY_TTL, a batch per transaction (the
+    periodic job does the same every run)."""
+    from app.upkeep import purge_idempotency
 
     with operator_session() as session:
-        count = purge_expired(session, current_app.config["SETTINGS"].idempotency_ttl)
+        count = purge_idempotency(session, utcnow(), most=sys.maxsize)
     click.echo(f"purged {count}")
 
 
