@@ -47,7 +47,8 @@ def worker_heartbeat(settings: Settings, now: datetime) -> dict:
 
 def database_figures(session: Session, now: datetime) -> dict:
     waiting, oldest = operations.outbox_backlog(session, now)
-    deliveries = dict.fromkeys(webhook_delivery.STATES, 0) | webhook_delivery.delivery_counts(session)
+    deliveries = (dict.fromkeys(webhook_delivery.STATES, 0)
+                  | webhook_delivery.delivery_counts(session))
     return {"outbox": {"waiting": waiting, "oldestWaitingSeconds": _round(oldest)},
             "deliveries": deliveries, "deadLetters": deliveries.get(webhook_delivery.DEAD, 0)}
 

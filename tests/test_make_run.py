@@ -6,7 +6,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -15,15 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ON_POSTGRES
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = re.compile(r"^lk_live_[A-Za-z0-9_-]{49}$")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.mark.slow
@@ -31,7 +25,7 @@ def _free_port() -> int:
 def test_make_run_from_a_fresh_clone_serves_the_printed_key(tmp_path):
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("DATABASE_URL", "REDIS_URL", "VIRTUAL_ENV", "FLASK_APP")}
     server = subprocess.Popen(["make", "run", f"PORT={port}"], cwd=clone, env=env, text=True,

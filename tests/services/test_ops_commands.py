@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import socket
 from datetime import timedelta
 
 import pytest
@@ -16,12 +15,7 @@ from app.migrate import upgrade
 from app.models import CustomerName, IdempotencyRecord, OutboxEvent
 from app.services import customers
 from app.services.events import record_event
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]  # nothing listens once the probe is closed
+from tests.ports import free_port
 
 
 def _status(app) -> dict:
@@ -57,7 +51,7 @@ def test_status_reports_the_database_outbox_and_records(app, db, tenant):
 
 
 def test_status_says_when_the_database_and_redis_cannot_be_reached(app):
-    port = _closed_port()
+    port = free_port()
     down = _app_with(app, database_url=f"postgresql+psycopg2://postgres@127.0.0.1:{port}/none",
                      redis_url=f"redis://127.0.0.1:{port}/0")
     report = _status(down)

@@ -48,7 +48,8 @@ def dispatched_event(session, company_id, *, age, states=("DELIVERED", "DELIVERE
 
 
 def _deliveries_of(session, event_id):
-    return list(session.scalars(select(WebhookDelivery.id).where(WebhookDelivery.event_id == event_id)
+    return list(session.scalars(select(WebhookDelivery.id)
+                                .where(WebhookDelivery.event_id == event_id)
                                 .order_by(WebhookDelivery.endpoint_id)))
 
 
