@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import os
+from functools import lru_cache
 
 from flask import Flask, Response, current_app
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram,
@@ -42,9 +43,17 @@ REQUEST_SECONDS = Histogram("loyalty_http_request_duration_seconds",
 
 def observe_request(route: str | None, method: str, status: int, seconds: float) -> None:
     """Per request: one counter increment and one histogram observation."""
-    route = route or UNMATCHED
-    REQUESTS.labels(route, method if method in METHODS else "other", str(status)).inc()
-    REQUEST_SECONDS.labels(route).observe(seconds)
+    counter, histogram = _series(route or UNMATCHED, method if method in METHODS else "other",
+                                 status)
+    counter.inc()
+    histogram.observe(seconds)
+
+
+@lru_cache(maxsize=4096)  # routes × methods × statuses: bounded, and far fewer in practice
+def _series(route: str, method: str, status: int):
+    """A request's two series, found once per label set (labels() takes a lock and builds
+    its key on every call)."""
+    return REQUESTS.labels(route, method, str(status)), REQUEST_SECONDS.labels(route)
 
 
 class UpkeepCollector:
