@@ -1,9 +1,8 @@
 """Operator commands for the schema, companies, keys, programs, subscriptions and the demo."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import sys
+from datetime import datetime, timezone
 
 import click
 from flask import current_app

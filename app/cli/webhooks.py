@@ -11,9 +11,9 @@ from flask.cli import AppGroup
 from app.cli.session import operator_session
 from app.db import utcnow
 from app.delivery_queue import enqueue_deliveries
-from app.upkeep import in_batches
 from app.services import retention, webhook_delivery, webhooks
 from app.services.errors import NotFound
+from app.upkeep import in_batches
 
 webhooks_cli = AppGroup("webhooks", help="Webhook hosts and dead letters.")
 
