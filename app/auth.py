@@ -18,7 +18,7 @@ class Unauthorized(DomainError):
     status = 401
 
 
-def _bearer_key() -> str:
+def bearer_key() -> str:
     header = request.headers.get("Authorization")
     if not header:
         raise Unauthorized("an API key is required: Authorization: Bearer <key>", code="missing_api_key")
@@ -33,7 +33,7 @@ def authenticate_request() -> None:
         return
     settings = current_app.config["SETTINGS"]
     pos_key = request.headers.get("X-Loyalty-Pos-Key")
-    holder = credentials.authenticate(request_session(), _bearer_key(),
+    holder = credentials.authenticate(request_session(), bearer_key(),
                                       pepper=settings.api_key_pepper, now=utcnow(),
                                       pos_key=pos_key if _may_name_terminal(pos_key) else None)
     if holder is None:

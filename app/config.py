@@ -60,6 +60,8 @@ class Settings:
     webhook_allow_private_addresses: bool = False
     webhook_ca_bundle: str | None = None
     idempotency_ttl: int = 24 * 3600
+    outbox_retention_days: int = 30
+    metrics_token: str | None = None
     max_content_length: int = 16 * 1024 * 1024
     session_ttl: int = 24 * 3600
     rq_queue: str = "loyalty"
@@ -90,6 +92,9 @@ class Settings:
             webhook_allow_private_addresses=_flag(env.get("WEBHOOK_ALLOW_PRIVATE_ADDRESSES")),
             webhook_ca_bundle=env.get("WEBHOOK_CA_BUNDLE") or None,
             idempotency_ttl=_int(env, "IDEMPOTENCY_TTL", 24 * 3600),
+            # At least a day: 0 would delete events the moment they are delivered.
+            outbox_retention_days=_positive(env, "OUTBOX_RETENTION_DAYS", 30),
+            metrics_token=env.get("METRICS_TOKEN") or None,
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 16 * 1024 * 1024),
             session_ttl=_int(env, "SESSION_TTL", 24 * 3600),
             rq_queue=env.get("RQ_QUEUE") or "loyalty",

@@ -123,9 +123,3 @@ def idempotent(low: int, high: int):
 
     return decorator
 
-
-def purge_expired(session, ttl_seconds: int) -> int:
-    """Delete records older than the TTL; returns how many went."""
-    result = session.execute(delete(IdempotencyRecord).where(
-        IdempotencyRecord.created_at < utcnow() - timedelta(seconds=ttl_seconds)))
-    return result.rowcount or 0

@@ -1,6 +1,9 @@
 """Operator commands for webhooks: the host allow-list and the dead letters."""
 from __future__ import annotations
 
+import sys
+from datetime import timedelta
+
 import click
 from flask import current_app
 from flask.cli import AppGroup
@@ -8,8 +11,9 @@ from flask.cli import AppGroup
 from app.cli.session import operator_session
 from app.db import utcnow
 from app.delivery_queue import enqueue_deliveries
-from app.services import webhook_delivery, webhooks
+from app.services import retention, webhook_delivery, webhooks
 from app.services.errors import NotFound
+from app.upkeep import in_batches
 
 webhooks_cli = AppGroup("webhooks", help="Webhook hosts and dead letters.")
 
@@ -78,6 +82,18 @@ def replay(event_id):
     if skipped:
         click.echo(f"{skipped} left dead: their endpoint is disabled or deleted")
     click.echo(f"replaying {len(revived)} deliveries")
+
+
+@webhooks_cli.command("purge-dead")
+@click.option("--older-than", "days", type=click.IntRange(0), required=True,
+              help="dead letters of events recorded more than DAYS days ago")
+def purge_dead(days):
+    """Give up on old dead letters: delete them, a batch per transaction."""
+    before = utcnow() - timedelta(days=days)
+    with operator_session() as session:
+        purged = in_batches(session, lambda limit: retention.purge_dead_letters(
+            session, before=before, limit=limit), most=sys.maxsize)
+    click.echo(f"purged {purged} dead deliveries")
 
 
 COMMANDS = [webhooks_cli]

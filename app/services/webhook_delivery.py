@@ -22,6 +22,7 @@ from app.services.webhook_transport import DeliveryOutcome, next_delay
 from app.services.webhooks import ACTIVE, DISABLED, decrypt_secret, is_allowed, url_host, wants
 
 PENDING, RETRYING, DELIVERED, DEAD = "PENDING", "RETRYING", "DELIVERED", "DEAD"
+STATES = (PENDING, RETRYING, DELIVERED, DEAD)
 DELIVERY_TIMEOUT = 15.0
 # Longer than an attempt can take (its job is stopped at app.delivery_queue.DELIVER_JOB_TIMEOUT),
 # so a lease runs out only when its worker is gone.

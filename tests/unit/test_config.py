@@ -29,3 +29,12 @@ def test_postgresql_url_uses_psycopg2_and_settings_are_read():
 def test_malformed_number_is_a_config_error():
     with pytest.raises(ConfigError, match="IDEMPOTENCY_TTL"):
         Settings.from_env({"IDEMPOTENCY_TTL": "a day"})
+
+
+def test_retention_and_metrics_settings():
+    defaults = Settings.from_env({})
+    assert defaults.outbox_retention_days == 30 and defaults.metrics_token is None
+    given = Settings.from_env({"OUTBOX_RETENTION_DAYS": "7", "METRICS_TOKEN": "scrape-me"})
+    assert given.outbox_retention_days == 7 and given.metrics_token == "scrape-me"
+    with pytest.raises(ConfigError, match="OUTBOX_RETENTION_DAYS"):
+        Settings.from_env({"OUTBOX_RETENTION_DAYS": "0"})
