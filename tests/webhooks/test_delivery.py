@@ -116,6 +116,7 @@ class Workers:
             "REDIS_URL": self.settings.redis_url,
             "RQ_QUEUE": self.settings.rq_queue,
             "API_KEY_PEPPER": TEST_PEPPER,
+            "PUBLIC_BASE_URL": "https://cards.example.test",
             "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "1" if allow_private else "",
             "WEBHOOK_CA_BUNDLE": self.ca_bundle,
             "WEBHOOK_RETRY_SCHEDULE": TEST_SCHEDULE,
