@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
 from app.models import OtpChallenge
@@ -41,6 +41,7 @@ _BY_ID_FOR_UPDATE = (select(OtpChallenge)
                      .where(OtpChallenge.company_id == bindparam("company_id"),
                             OtpChallenge.id == bindparam("challenge_id"))
                      .with_for_update().execution_options(populate_existing=True))
+_PHONE_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
 def state_of(challenge: OtpChallenge, now: datetime) -> str:
@@ -61,10 +62,13 @@ def issue_challenge(session: Session, company_id: str, phone: str, purpose: str,
     the latest code sent to the phone works."""
     if purpose not in PURPOSES:
         raise ValueError(f"unknown purpose {purpose}")
+    _take_turns_for_phone(session, company_id, phone)
     latest = session.scalar(_LATEST_FOR_PHONE, {"company_id": company_id, "phone": phone})
     if latest is not None:
         if latest.resend_available_at > now:
-            wait = math.ceil((latest.resend_available_at - now).total_seconds())
+            # `now` may be from before this request waited its turn: never more than the cooldown.
+            wait = min(math.ceil((latest.resend_available_at - now).total_seconds()),
+                       int(RESEND_COOLDOWN.total_seconds()))
             raise RateLimited(f"a code was sent to this phone; a new one may be asked for in {wait} s",
                               retry_after=wait)
         if latest.state == "PENDING":
@@ -80,6 +84,15 @@ def issue_challenge(session: Session, company_id: str, phone: str, purpose: str,
         "challengeId": challenge.id, "phone": phone, "code": code,
         "expiresAt": _timestamp(challenge.expires_at)})
     return challenge, code
+
+
+def _take_turns_for_phone(session: Session, company_id: str, phone: str) -> None:
+    """Requests for one phone's code take turns from here until they commit, so the cooldown
+    check sees the challenge the one before made. A lock on a key, not a row: the first
+    request for a phone has no challenge row to lock. On SQLite every transaction already
+    holds the database's write lock (BEGIN IMMEDIATE)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(_PHONE_LOCK, {"key": f"otp-challenge:{company_id}:{phone}"})
 
 
 @dataclass(frozen=True)
