@@ -3,7 +3,7 @@
 A challenge is PENDING → CONFIRMED | EXPIRED (after CODE_LIFETIME) | FAILED (after MAX_ATTEMPTS
 wrong codes), and a confirmed ENROLLMENT challenge is used once. The code itself is kept only
 as an argon2id hash; it leaves the service once, in the `otp.code_issued` event that the
-tenant's SMS gateway receives.
+tenant's SMS gateway receives, whose stored payload keeps it encrypted until delivered.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def new_code() -> str:
 
 
 def issue_challenge(session: Session, company_id: str, phone: str, purpose: str,
-                    now: datetime) -> tuple[OtpChallenge, str]:
+                    now: datetime, *, pepper: str) -> tuple[OtpChallenge, str]:
     """A new challenge and its code. Within the resend cooldown of the phone's last challenge:
     429 with the seconds to wait. A new challenge supersedes an earlier pending one, so only
     the latest code sent to the phone works."""
@@ -82,7 +82,7 @@ def issue_challenge(session: Session, company_id: str, phone: str, purpose: str,
     session.flush()
     record_event(session, company_id, "otp.code_issued", {
         "challengeId": challenge.id, "phone": phone, "code": code,
-        "expiresAt": _timestamp(challenge.expires_at)})
+        "expiresAt": _timestamp(challenge.expires_at)}, pepper=pepper)
     return challenge, code
 
 

@@ -2,22 +2,18 @@
 secrets (kept encrypted, since signing needs them). Deliveries: app.services.webhook_delivery."""
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import ipaddress
 import json
 import re
 from datetime import datetime
-from functools import lru_cache
 from urllib.parse import urlsplit
 
-from cryptography.fernet import Fernet
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.models import AllowedWebhookHost, WebhookEndpoint
 from app.services.errors import InvalidField, NotFound
+from app.services.sealing import seal, unseal
 from app.services.webhook_signing import new_endpoint_secret
 
 ALL_EVENTS = "*"
@@ -91,18 +87,15 @@ def url_host(url: str) -> str:
 
 # --- endpoint secrets, encrypted at rest -----------------------------------------------------
 
-@lru_cache(maxsize=4)
-def _fernet(pepper: str) -> Fernet:
-    key = hmac.new(pepper.encode(), b"webhook-endpoint-secret", hashlib.sha256).digest()
-    return Fernet(base64.urlsafe_b64encode(key))
+_SECRET_PURPOSE = "webhook-endpoint-secret"
 
 
 def encrypt_secret(pepper: str, secret: str) -> str:
-    return _fernet(pepper).encrypt(secret.encode("ascii")).decode("ascii")
+    return seal(pepper, _SECRET_PURPOSE, secret)
 
 
 def decrypt_secret(pepper: str, token: str) -> str:
-    return _fernet(pepper).decrypt(token.encode("ascii")).decode("ascii")
+    return unseal(pepper, _SECRET_PURPOSE, token)
 
 
 # --- a tenant's endpoints --------------------------------------------------------------------
