@@ -12,7 +12,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -180,6 +180,13 @@ def operator(app, *args: str) -> list[str]:
     return result.output.splitlines()
 
 
+def allow_loopback(app, host: str = "127.0.0.1") -> None:
+    """The operator allows the receiver's loopback address, which only a deployment delivering
+    to private addresses (tests) may."""
+    permissive = create_app(replace(app.config["SETTINGS"], webhook_allow_private_addresses=True))
+    operator(permissive, "webhooks", "allow-host", host)
+
+
 def register(client, tenant, url: str, events=("*",)) -> tuple[str, str]:
     response = client.post("/v1/webhook-endpoints", json={"url": url, "events": list(events)},
                            headers=tenant.headers())
@@ -276,7 +283,7 @@ class Integrator:
 
 
 def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, receiver, workers):
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     _, everything_secret = register(client, tenant, receiver.url("/ok"))
     _, sales_secret = register(client, tenant, receiver.url("/target"),
                                ["sale.committed", "otp.code_issued"])
@@ -370,7 +377,7 @@ def test_failures_are_retried_then_dead_lettered_and_replayed(app, client, tenan
                                                                workers):
     """A 500 and a 3xx both fail; the redirect is never followed. After the schedule's three
     attempts the deliveries are dead letters; replay sends them again, same webhook-id."""
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     failing_id, failing_secret = register(client, tenant, receiver.url("/flaky"))
     redirect_id, redirect_secret = register(client, tenant, receiver.url("/redirect"))
     receiver.answer("/flaky", 500)
@@ -413,7 +420,7 @@ def test_failures_are_retried_then_dead_lettered_and_replayed(app, client, tenan
 
 
 def test_410_disables_the_endpoint(app, client, tenant, receiver, workers):
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     gone_id, _ = register(client, tenant, receiver.url("/gone"))
     _, ok_secret = register(client, tenant, receiver.url("/ok"))
     worker = workers.running()
@@ -443,7 +450,7 @@ def test_410_disables_the_endpoint(app, client, tenant, receiver, workers):
 
 
 def test_worker_killed_mid_delivery_loses_nothing(app, client, tenant, receiver, workers):
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     _, secret = register(client, tenant, receiver.url("/slow"))  # holds the request open
     worker = workers.running()
     event_id = commit_event(app, tenant.company_id, "sale.committed", SAMPLE_DATA["sale.committed"])
@@ -467,7 +474,7 @@ def test_worker_killed_mid_delivery_loses_nothing(app, client, tenant, receiver,
 
 def test_event_committed_but_never_enqueued_is_swept(app, client, tenant, receiver, workers):
     """A crash (or Redis away) between commit and enqueue: the outbox sweep finds the event."""
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     _, secret = register(client, tenant, receiver.url("/ok"))
     event_id = commit_event(app, tenant.company_id, "catalog.synced", SAMPLE_DATA["catalog.synced"],
                             enqueue=False)
@@ -499,7 +506,7 @@ def event_app(settings, tenant):
 
 
 def test_rolled_back_transaction_sends_nothing(app, client, tenant, receiver, workers, event_app):
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     _, secret = register(client, tenant, receiver.url("/ok"))
     worker = workers.running()
     probe = event_app.test_client()
@@ -531,7 +538,7 @@ def test_private_address_is_refused_at_delivery_unless_allowed(app, client, tena
     dead = eventually(lambda: delivery_in(app, "DEAD"), "refused to the end", [strict])
     assert (dead.attempts, dead.last_status) == (ATTEMPTS, None)
     assert dead.last_error == "address not allowed"
-    assert receiver.hits == []
+    assert receiver.hits == [] and receiver.server.connections == 0  # not even a handshake
 
     strict.kill()
     permissive = workers.running(allow_private=True)

@@ -14,7 +14,7 @@ from app.db import Base, transaction, utcnow
 from app.models import OutboxEvent, WebhookDelivery
 from app.services import webhook_delivery
 from tests.api.test_otp import challenge
-from tests.webhooks.test_delivery import register, verified
+from tests.webhooks.test_delivery import allow_loopback, register, verified
 from worker import jobs
 
 
@@ -24,8 +24,7 @@ def worker_app(settings, receiver, monkeypatch):
     delivering = create_app(replace(settings, redis_url=None, webhook_allow_private_addresses=True,
                                     webhook_ca_bundle=receiver.ca_bundle))
     monkeypatch.setattr(jobs, "worker_app", lambda: delivering)
-    result = delivering.test_cli_runner().invoke(args=["webhooks", "allow-host", "127.0.0.1"])
-    assert result.exit_code == 0, result.output
+    allow_loopback(delivering)
     return delivering
 
 
