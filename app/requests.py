@@ -67,7 +67,9 @@ def _log(status: int) -> None:
     principal = g.get("principal")
     log.info("request", extra={"fields": {
         "method": request.method,
-        "route": request.url_rule.rule if request.url_rule else request.path,
+        # The route's template, never the path: card tokens and gift-card codes travel in it.
+        # A path that matches no route (404, 405) is not logged at all.
+        "route": request.url_rule.rule if request.url_rule else None,
         "status": status,
         "durationMs": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
         "companyId": principal.company_id if principal else None,
