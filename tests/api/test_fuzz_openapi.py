@@ -3,8 +3,11 @@ real key: the answer is never a 5xx. Cases come from schemathesis's strategies f
 /openapi.json; hypothesis runs them against the app in-process."""
 from __future__ import annotations
 
+import json
+
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 EXAMPLES_PER_OPERATION = 25
 
@@ -26,6 +29,73 @@ def test_no_input_makes_a_server_error(app, tenant):
                 del case.headers["X-Loyalty-Pos-Key"]
             response = case.call(headers={"Authorization": f"Bearer {tenant.key}"})
             assert response.status_code < 500, (case.method, case.formatted_path, response.text[:300])
+
+        try:
+            no_server_error()
+        except AssertionError as failure:
+            failures.append(str(failure)[:800])
+    assert not failures, "\n".join(failures)
+
+
+# Input no schema describes, which once made 500s: each replaces one value of a generated body
+# (as raw JSON text, so the encoder cannot refuse or normalise it).
+HOSTILE_VALUES = {
+    "lone surrogate": '"x\\ud800y"',
+    "lone surrogate key": '{"\\udfff": 1}',
+    "nesting 101": "[" * 101 + "]" * 101,
+    "nesting 1000": "[" * 1000 + "]" * 1000,
+    "nesting 100000": '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "integer of 5000 digits": "9" * 5000,
+    "money beyond a bigint": '"999999999999999999.99"',
+    "money beyond the cap": '"100000000000.01"',
+    "negative money beyond a bigint": '"-92233720368547758.09"',
+}
+PLACEHOLDER = "__hostile_value__"
+
+
+def _places(value, path=()):
+    """Every place in a body a value can be put: the body itself, each member and item."""
+    yield path
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        yield from _places(child, (*path, key))
+
+
+def _with_hostile(body, path, fragment: str) -> bytes:
+    if not path:
+        return fragment.encode()
+    body = json.loads(json.dumps(body))
+    target = body
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = PLACEHOLDER
+    return json.dumps(body).replace(json.dumps(PLACEHOLDER), fragment, 1).encode()
+
+
+def test_hostile_json_makes_no_server_error(app, client, tenant):
+    schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    with_bodies = [op for op in operations if op.method.upper() in ("POST", "PATCH", "PUT")]
+    assert len(with_bodies) >= 15
+    failures = []
+    for operation in with_bodies:
+        @given(case=operation.as_strategy(), kind=st.sampled_from(sorted(HOSTILE_VALUES)),
+               data=st.data())
+        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        def no_server_error(case, kind, data):
+            body = case.body if isinstance(case.body, (dict, list)) else {}
+            path = data.draw(st.sampled_from(list(_places(body))))
+            headers = {k: v for k, v in (case.headers or {}).items() if k != "X-Loyalty-Pos-Key"}
+            headers.update({"Authorization": f"Bearer {tenant.key}", "Content-Type": "application/json"})
+            response = client.open(case.formatted_path, method=case.method, query_string=case.query,
+                                   data=_with_hostile(body, path, HOSTILE_VALUES[kind]),
+                                   headers=headers)
+            assert response.status_code < 500, (kind, case.method, case.formatted_path,
+                                                response.get_data(as_text=True)[:300])
+            if response.status_code == 422 and kind != "nesting 101" and not path:
+                # The whole body replaced: refused as undecodable, before any schema.
+                assert response.get_json()["detail"][0]["loc"] == ["body"], response.get_json()
 
         try:
             no_server_error()
