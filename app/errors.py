@@ -93,7 +93,9 @@ def domain_error_response(error: DomainError):
 
 
 def unexpected_error_response(error: Exception):
-    log.exception("unhandled error on %s %s", request.method, request.path)
+    # The route's template, not the path, which may carry a card token or gift-card code.
+    log.exception("unhandled error on %s %s", request.method,
+                  request.url_rule.rule if request.url_rule else "an unmatched path")
     return error_body(500, "internal_error", "internal error")
 
 

@@ -71,7 +71,9 @@ def _log(status: int) -> None:
     observe_request(route, request.method, status, seconds)
     log.info("request", extra={"fields": {
         "method": request.method,
-        "route": route or request.path,
+        # The route's template, never the path: card tokens and gift-card codes travel in it.
+        # A path that matches no route (404, 405) is not logged at all.
+        "route": route,
         "status": status,
         "durationMs": round(seconds * 1000, 2),
         "companyId": principal.company_id if principal else None,

@@ -16,6 +16,7 @@ import random
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, core, given, seed, settings
+from hypothesis import strategies as st
 from schemathesis.core import NotSet
 
 EXAMPLES_PER_OPERATION = 25
@@ -49,16 +50,26 @@ def describe_failure(label: str, failure: BaseException) -> str:
     return f"[{label}]\n{text}\n{notes}"
 
 
+def run_seed() -> int:
+    """The run's seed: --hypothesis-seed when given, else a fresh one the report names."""
+    given_seed = core.global_force_seed
+    return random.SystemRandom().randrange(2**32) if given_seed is None else given_seed
+
+
+def fail_with(seed_used: int, failures: list[str]) -> None:
+    if failures:
+        pytest.fail(f"--hypothesis-seed={seed_used} generates these cases again\n\n"
+                    + "\n\n".join(failures), pytrace=False)
+
+
 def test_no_input_makes_a_server_error(app, tenant):
     schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 30
-    run_seed = core.global_force_seed
-    if run_seed is None:
-        run_seed = random.SystemRandom().randrange(2**32)
+    seed_used = run_seed()
     failures = []
     for operation in operations:
-        @seed(run_seed)
+        @seed(seed_used)
         @given(case=operation.as_strategy())
         @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
                   print_blob=True, suppress_health_check=list(HealthCheck))
@@ -80,6 +91,74 @@ def test_no_input_makes_a_server_error(app, tenant):
             no_server_error()
         except Exception as failure:
             failures.append(describe_failure(operation.label, failure))
-    if failures:
-        pytest.fail(f"--hypothesis-seed={run_seed} generates these cases again\n\n"
-                    + "\n\n".join(failures), pytrace=False)
+    fail_with(seed_used, failures)
+
+
+# Input no schema describes, which once made 500s: each replaces one value of a generated body
+# (as raw JSON text, so the encoder cannot refuse or normalise it).
+HOSTILE_VALUES = {
+    "lone surrogate": '"x\\ud800y"',
+    "lone surrogate key": '{"\\udfff": 1}',
+    "nesting 101": "[" * 101 + "]" * 101,
+    "nesting 1000": "[" * 1000 + "]" * 1000,
+    "nesting 100000": '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "integer of 5000 digits": "9" * 5000,
+    "money beyond a bigint": '"999999999999999999.99"',
+    "money beyond the cap": '"100000000000.01"',
+    "negative money beyond a bigint": '"-92233720368547758.09"',
+}
+PLACEHOLDER = "__hostile_value__"
+
+
+def _places(value, path=()):
+    """Every place in a body a value can be put: the body itself, each member and item."""
+    yield path
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        yield from _places(child, (*path, key))
+
+
+def _with_hostile(body, path, fragment: str) -> bytes:
+    if not path:
+        return fragment.encode()
+    body = json.loads(json.dumps(body))
+    target = body
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = PLACEHOLDER
+    return json.dumps(body).replace(json.dumps(PLACEHOLDER), fragment, 1).encode()
+
+
+def test_hostile_json_makes_no_server_error(app, client, tenant):
+    schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    with_bodies = [op for op in operations if op.method.upper() in ("POST", "PATCH", "PUT")]
+    assert len(with_bodies) >= 15
+    seed_used = run_seed()
+    failures = []
+    for operation in with_bodies:
+        @seed(seed_used)
+        @given(case=operation.as_strategy(), kind=st.sampled_from(sorted(HOSTILE_VALUES)),
+               data=st.data())
+        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
+                  print_blob=True, suppress_health_check=list(HealthCheck))
+        def no_server_error(case, kind, data):
+            body = case.body if isinstance(case.body, (dict, list)) else {}
+            path = data.draw(st.sampled_from(list(_places(body))))
+            headers = {k: v for k, v in (case.headers or {}).items() if k != "X-Loyalty-Pos-Key"}
+            headers.update({"Authorization": f"Bearer {tenant.key}", "Content-Type": "application/json"})
+            response = client.open(case.formatted_path, method=case.method, query_string=case.query,
+                                   data=_with_hostile(body, path, HOSTILE_VALUES[kind]),
+                                   headers=headers)
+            assert response.status_code < 500, (
+                f"{kind} at {list(path)} of\n{describe_request(case)}\n"
+                f"→ {response.status_code} {response.get_data(as_text=True)[:300]}")
+            if response.status_code == 422 and kind != "nesting 101" and not path:
+                # The whole body replaced: refused as undecodable, before any schema.
+                assert response.get_json()["detail"][0]["loc"] == ["body"], response.get_json()
+
+        try:
+            no_server_error()
+        except Exception as failure:
+            failures.append(describe_failure(operation.label, failure))
+    fail_with(seed_used, failures)
