@@ -7,7 +7,7 @@ from flask import current_app, g, request
 
 from app.api.base import current_operation
 from app.db import request_session, utcnow
-from app.services import credentials
+from app.services.tenancy import credentials
 from app.services.errors import DomainError, Forbidden, InvalidField
 
 BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")

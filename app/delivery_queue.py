@@ -16,7 +16,7 @@ from app.config import Settings
 
 DISPATCH_JOB = "worker.jobs.dispatch_events"
 DELIVER_JOB = "worker.jobs.deliver"
-# An attempt never runs longer than this: its lease (app.services.webhooks) outlasts it.
+# An attempt never runs longer than this: its lease (app.services.webhooks.endpoints) outlasts it.
 DELIVER_JOB_TIMEOUT = 45
 # A finished job leaves nothing in Redis (the database holds the outcome); a failed one stays
 # a week in RQ's failed registry for the operator.

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from app.auth import Unauthorized, bearer_key
 from app.db import utcnow
 from app.monitoring import database_figures, worker_heartbeat
-from app.services import operations
+from app.services.operations import gauges
 from app.services.errors import NotFound
 
 # Decided, as prometheus_client decides its own storage, when first imported.
@@ -73,7 +73,7 @@ class UpkeepCollector:
             with (self.app.extensions["engine"].connect() as connection,
                   Session(bind=connection) as session):
                 figures = database_figures(session, now)
-                connections = operations.database_connections(session)
+                connections = gauges.database_connections(session)
         except Exception:  # whatever the driver raises for a database that is not there
             yield _gauge("loyalty_database_up", "Whether the database answered the scrape", 0)
             return

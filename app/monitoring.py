@@ -11,7 +11,8 @@ from rq import Queue, Worker
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.services import operations, webhook_delivery
+from app.services.operations import gauges
+from app.services.webhooks import delivery
 
 # A scrape or a status check must answer even while Redis hangs.
 REDIS_TIMEOUT_SECONDS = 2
@@ -46,11 +47,11 @@ def worker_heartbeat(settings: Settings, now: datetime) -> dict:
 
 
 def database_figures(session: Session, now: datetime) -> dict:
-    waiting, oldest = operations.outbox_backlog(session, now)
-    deliveries = (dict.fromkeys(webhook_delivery.STATES, 0)
-                  | webhook_delivery.delivery_counts(session))
+    waiting, oldest = gauges.outbox_backlog(session, now)
+    deliveries = (dict.fromkeys(delivery.STATES, 0)
+                  | delivery.delivery_counts(session))
     return {"outbox": {"waiting": waiting, "oldestWaitingSeconds": _round(oldest)},
-            "deliveries": deliveries, "deadLetters": deliveries.get(webhook_delivery.DEAD, 0)}
+            "deliveries": deliveries, "deadLetters": deliveries.get(delivery.DEAD, 0)}
 
 
 def status(app: Flask, now: datetime) -> dict:
@@ -67,7 +68,7 @@ def status(app: Flask, now: datetime) -> dict:
             report["migrations"] = {"current": current, "head": heads,
                                     "atHead": set(current) == set(heads)}
             report.update(database_figures(session, now))
-            report["idempotencyRecords"] = operations.idempotency_record_count(session)
+            report["idempotencyRecords"] = gauges.idempotency_record_count(session)
     except Exception as exc:  # whatever the driver raises for a database that is not there
         report["database"]["error"] = failure(exc)
     heartbeat = worker_heartbeat(settings, now)

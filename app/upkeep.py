@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from flask import current_app
 from sqlalchemy.orm import Session
 
-from app.services import retention
+from app.services.operations import retention
 
 # A run of the periodic job deletes at most this many batches of each kind; a backlog is
 # worked off over the following runs rather than in one long job.

@@ -31,8 +31,8 @@ from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import utcnow  # noqa: E402
 from app.models import Company  # noqa: E402
-from app.services import catalog, locations  # noqa: E402
-from app.services.catalog import CatalogEntry  # noqa: E402
+from app.services.locations import catalog, stores  # noqa: E402
+from app.services.locations.catalog import CatalogEntry  # noqa: E402
 from harness import PEPPER, bench_database, flask_command, gunicorn  # noqa: E402
 
 CATEGORIES = ["Dairy", "Bakery", "Drinks", "Frozen", "Household", "Snacks", "Fruit", "Meat"]
@@ -82,7 +82,7 @@ def timed_sync(app, company_id, store_id, entries) -> tuple[float, tuple]:
 
 def new_store(app, company_id) -> str:
     session = app.extensions["session_factory"]()
-    store = locations.create_store(session, company_id, name=f"Bench {uuid.uuid4().hex[:6]}",
+    store = stores.create_store(session, company_id, name=f"Bench {uuid.uuid4().hex[:6]}",
                                    address="Lenina 1", city="Moscow", latitude=55.7,
                                    longitude=37.6, channels=[], timezone="Europe/Moscow",
                                    now=utcnow())
@@ -133,12 +133,12 @@ def main() -> None:
             session = app.extensions["session_factory"]()
             company_id = session.scalar(select(Company.id))
             session.close()
-            stores = [new_store(app, company_id) for _ in range(args.stores)]
-            report("service: first sync", [timed_sync(app, company_id, s, first) for s in stores])
+            made = [new_store(app, company_id) for _ in range(args.stores)]
+            report("service: first sync", [timed_sync(app, company_id, s, first) for s in made])
             report("service: re-sync, 1 % changed",
-                   [timed_sync(app, company_id, s, second) for s in stores])
+                   [timed_sync(app, company_id, s, second) for s in made])
             report("service: re-sync, nothing changed",
-                   [timed_sync(app, company_id, s, second) for s in stores])
+                   [timed_sync(app, company_id, s, second) for s in made])
             http_store = new_store(app, company_id)
         app.extensions["engine"].dispose()
 

@@ -39,8 +39,11 @@ from app.db import utcnow  # noqa: E402
 from app.models import (ApiCredential, Cashier, CatalogItem, Company, Customer,  # noqa: E402
                         Program, RewardAccount, Store, Subscription, Terminal)
 from app.models.base import new_id  # noqa: E402
-from app.services import cards, companies, credentials, customers, ledger  # noqa: E402
-from app.services.scopes import ALL_SCOPES  # noqa: E402
+from app.services.cards import identifiers  # noqa: E402
+from app.services.tenancy import companies, credentials  # noqa: E402
+from app.services.customers import profiles  # noqa: E402
+from app.services.rewards import ledger  # noqa: E402
+from app.services.tenancy.scopes import ALL_SCOPES  # noqa: E402
 
 HOT_CUSTOMERS = 5
 CATALOG_ITEMS = 500
@@ -92,11 +95,11 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
 
     def customer(index: int, balance: int) -> str:
         row = Customer(company_id=company.id, phone=f"+7900{index:07d}", first_name="Bench",
-                       card_number=cards.new_card_number(), card_token=cards.new_card_token(),
+                       card_number=identifiers.new_card_number(), card_token=identifiers.new_card_token(),
                        created_at=now)
         session.add(row)
         session.flush()
-        customers.record_names(session, company.id, [row.id])
+        profiles.record_names(session, company.id, [row.id])
         account = ledger.open_account(session, company.id, row.id, now)
         ledger.post(session, account, type="ADJUSTMENT", amount=balance, now=now, basis="bench")
         return row.id
@@ -112,12 +115,12 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
                                    f"cashier-{i}"))
     hot = [customer(registers + i, 10**11) for i in range(HOT_CUSTOMERS)]
     crowd = [{"company_id": company.id, "id": new_id(), "phone": f"+7901{i:07d}",
-              "first_name": "Crowd", "card_number": cards.new_card_number(),
-              "card_token": cards.new_card_token(), "created_at": now}
+              "first_name": "Crowd", "card_number": identifiers.new_card_number(),
+              "card_token": identifiers.new_card_token(), "created_at": now}
              for i in range(extra_customers)]
     if crowd:
         session.execute(Customer.__table__.insert(), crowd)
-        customers.record_names(session, company.id)
+        profiles.record_names(session, company.id)
         session.execute(RewardAccount.__table__.insert(), [
             {"company_id": company.id, "customer_id": c["id"], "available": 0, "pending": 0,
              "reserved": 0, "updated_at": now} for c in crowd])

@@ -10,7 +10,7 @@ database, the queries the API runs:
 
 Targets: search p99 < 5 ms; a filtered page < 50 ms. Run on demand:
 
-    .venv/bin/python bench/customers.py [--customers 1000000] [--samples 300] [--http-seconds 10]
+    .venv/bin/python bench/profiles.py [--customers 1000000] [--samples 300] [--http-seconds 10]
                                         [--keep | --reuse DATABASE_URL] [--plans]
 """
 from __future__ import annotations
@@ -33,8 +33,10 @@ from sqlalchemy import event  # noqa: E402
 from app import create_app  # noqa: E402
 from app.config import Settings, normalise_database_url  # noqa: E402
 from app.db import utcnow  # noqa: E402
-from app.services import companies, customers, ledger  # noqa: E402
-from app.services.cards import ean13_check_digit  # noqa: E402
+from app.services.tenancy import companies  # noqa: E402
+from app.services.customers import profiles  # noqa: E402
+from app.services.rewards import ledger  # noqa: E402
+from app.services.cards.identifiers import ean13_check_digit  # noqa: E402
 from harness import PEPPER, bench_database, closed_loop, flask_command, gunicorn  # noqa: E402
 
 FIRST_NAMES = [
@@ -112,7 +114,7 @@ def seed(database_url: str, count: int) -> tuple[str, list[str]]:
             raw.commit()
             print(f"  seeded {min(base + chunk, count):,}", flush=True)
         session = app.extensions["session_factory"]()  # the name rows, as enrolment writes them
-        customers.record_names(session, company_id)
+        profiles.record_names(session, company_id)
         session.commit()
         session.close()
         raw.driver_connection.autocommit = True  # VACUUM runs outside a transaction
@@ -205,14 +207,14 @@ def measure(database_url: str, company_id: str, phones: list[str], samples: int,
 
     now = utcnow()
     for _ in range(50):  # warm the caches and the compiled-statement cache
-        customers.find_by_phone(session, company_id, rng.choice(phones), now)
+        profiles.find_by_phone(session, company_id, rng.choice(phones), now)
     session.rollback()
     print(f"search by phone ({len(phones):,} customers)")
-    run("existing phone", lambda i: customers.find_by_phone(session, company_id, rng.choice(phones), now),
+    run("existing phone", lambda i: profiles.find_by_phone(session, company_id, rng.choice(phones), now),
         samples * 3)
 
     def page(query):
-        return lambda i: customers.directory(session, company_id, now=now, **query(i))[1]
+        return lambda i: profiles.directory(session, company_id, now=now, **query(i))[1]
 
     print("directory page (20 items + total)")
     run("name fragment: 5 letters of a surname", page(lambda i: {"query": _fragment(rng, rng.choice(names), 5)}),

@@ -6,7 +6,7 @@
 - `--scenario dispatch`: events per second turned into deliveries (or found to have no
   endpoint), each event handed to the queue one by one as a request does after its commit.
 
-    .venv/bin/python bench/webhook_delivery.py [--scenario deliveries|dispatch] [--count 2000]
+    .venv/bin/python bench/delivery.py [--scenario deliveries|dispatch] [--count 2000]
         [--worker entry|simple|fork]
 
 `entry` runs `python -m worker` as the Procfile does; `simple` and `fork` run the same entry
@@ -42,8 +42,9 @@ from app.db import utcnow  # noqa: E402
 from app.delivery_queue import enqueue_deliveries  # noqa: E402
 from app.models import OutboxEvent, WebhookDelivery  # noqa: E402
 from app.requests import enqueue_events  # noqa: E402
-from app.services import companies, webhook_delivery, webhooks  # noqa: E402
-from app.services.events import record_event  # noqa: E402
+from app.services.tenancy import companies  # noqa: E402
+from app.services.webhooks import delivery, endpoints  # noqa: E402
+from app.services.webhooks.outbox import record_event  # noqa: E402
 from worker.__main__ import periodic_lock_key  # noqa: E402
 
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -89,8 +90,8 @@ def record_events(app, count: int, receiver_port: int | None,
         company_id = companies.create_company(session, "Bench webhooks", now=now,
                                               tariff="standard", register_limit=1).id
         if receiver_port is not None:
-            webhooks.allow_host(session, "127.0.0.1", now=now)
-            webhooks.create_endpoint(session, company_id,
+            endpoints.allow_host(session, "127.0.0.1", now=now)
+            endpoints.create_endpoint(session, company_id,
                                      url=f"https://127.0.0.1:{receiver_port}/hook",
                                      events=["*"], description=None, pepper=PEPPER, now=now)
     data = {"id": str(uuid.uuid4()), "phone": "+79123456789", "firstName": "Иван", "lastName": None,
@@ -105,7 +106,7 @@ def seed_deliveries(app, count: int, receiver_port: int) -> None:
     """`count` deliveries made and enqueued before the worker starts."""
     record_events(app, count, receiver_port)
     session = app.extensions["session_factory"]()
-    _, deliveries = webhook_delivery.dispatch_pending(session, now=utcnow(), limit=count)
+    _, deliveries = delivery.dispatch_pending(session, now=utcnow(), limit=count)
     session.commit()
     session.close()
     enqueue_deliveries(app.config["SETTINGS"], deliveries)
@@ -135,7 +136,7 @@ def measure_deliveries(app, count: int, timeout: float) -> dict:
         delivered = session.scalar(delivered_count)
         first, last = session.execute(select(func.min(WebhookDelivery.delivered_at),
                                              func.max(WebhookDelivery.delivered_at))).one()
-        states = webhook_delivery.delivery_counts(session)
+        states = delivery.delivery_counts(session)
     seconds = (last - first).total_seconds() if first and last else float("nan")
     rate = round((delivered - 1) / seconds, 1) if seconds and seconds > 0 else None
     return {"deliveries": count, "delivered": delivered, "states": states,

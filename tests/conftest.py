@@ -20,8 +20,8 @@ from app import create_app
 from app.config import Settings, normalise_database_url
 from app.db import Base, add_unicode_lower, utcnow
 from app.migrate import upgrade
-from app.services import companies, credentials
-from app.services.scopes import ALL_SCOPES
+from app.services.tenancy import companies, credentials
+from app.services.tenancy.scopes import ALL_SCOPES
 from tests.customer_names import names_out_of_step
 
 IN_CI = os.environ.get("CI", "").lower() == "true"

@@ -4,7 +4,7 @@ from __future__ import annotations
 from sqlalchemy import and_, or_, select
 
 from app.models import Customer, CustomerName
-from app.services.customers import FULL_NAME
+from app.services.customers.profiles import FULL_NAME
 
 
 def names_out_of_step(connection) -> list[tuple]:

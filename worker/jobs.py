@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.delivery_queue import (dispatch_started, enqueue_deliveries, enqueue_delivery_in,
                                 request_dispatch)
-from app.services import webhook_delivery
-from app.services.webhook_transport import DeliveryOutcome, post_event, retry_delays
+from app.services.webhooks import delivery
+from app.services.webhooks.transport import DeliveryOutcome, post_event, retry_delays
 from worker.context import job_session, worker_app
 
 # The request enqueues its events the moment it has committed; only older ones are strays.
@@ -37,7 +37,7 @@ def dispatch_events() -> int:
     taken = 0
     for _ in range(DISPATCH_ROUNDS):
         with job_session(app) as session:
-            count, deliveries = webhook_delivery.dispatch_pending(session, now=utcnow(),
+            count, deliveries = delivery.dispatch_pending(session, now=utcnow(),
                                                                   limit=DISPATCH_BATCH)
         enqueue_deliveries(settings, deliveries)
         taken += count
@@ -64,20 +64,20 @@ def deliver(company_id: str, delivery_id: str) -> str:
     settings = app.config["SETTINGS"]
     delays = _delays(settings.webhook_retry_schedule)  # a malformed setting fails before sending
     with _delivery_session(app) as session:
-        attempt = webhook_delivery.begin_attempt(session, company_id, delivery_id, now=utcnow(),
+        attempt = delivery.begin_attempt(session, company_id, delivery_id, now=utcnow(),
                                          pepper=settings.api_key_pepper)
     if attempt is None:
         return "not due"
     if attempt.refusal:
         outcome = DeliveryOutcome(status=None, retry_after=None, error=attempt.refusal)
     else:
-        headers = webhook_delivery.attempt_headers(attempt, int(time.time()))
+        headers = delivery.attempt_headers(attempt, int(time.time()))
         outcome = post_event(attempt.url, attempt.body, headers,
-                             timeout=webhook_delivery.DELIVERY_TIMEOUT,
+                             timeout=delivery.DELIVERY_TIMEOUT,
                              allow_private=settings.webhook_allow_private_addresses,
                              ca_bundle=settings.webhook_ca_bundle)
     with _delivery_session(app) as session:
-        retry_in = webhook_delivery.finish_attempt(session, attempt, outcome, now=utcnow(),
+        retry_in = delivery.finish_attempt(session, attempt, outcome, now=utcnow(),
                                            delays=delays)
     if retry_in is not None:
         enqueue_delivery_in(settings, company_id, delivery_id, retry_in)
@@ -99,8 +99,8 @@ def sweep_outbox(session: Session, now: datetime) -> int:
     settings = _app().config["SETTINGS"]
     if not settings.redis_url:
         return 0
-    strays = webhook_delivery.has_stray_events(session, older_than=now - EVENT_SWEEP_AGE)
-    overdue = webhook_delivery.overdue_deliveries(session, due_before=now - DELIVERY_SWEEP_AGE,
+    strays = delivery.has_stray_events(session, older_than=now - EVENT_SWEEP_AGE)
+    overdue = delivery.overdue_deliveries(session, due_before=now - DELIVERY_SWEEP_AGE,
                                                   limit=SWEEP_BATCH)
     if strays:
         request_dispatch(settings, force=True)  # even if a lost run's request still stands

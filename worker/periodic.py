@@ -12,7 +12,8 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app.db import utcnow
-from app.services import holds, ledger
+from app.services.checkout import holds
+from app.services.rewards import ledger
 from app.upkeep import in_batches, prune_outbox, purge_idempotency
 from worker.context import job_session, worker_app
 from worker.jobs import sweep_outbox

@@ -11,9 +11,9 @@ from markupsafe import Markup
 
 from app.api.base import Blueprint, ErrorResponse
 from app.db import request_session, utcnow
-from app.services import cards, customer_cards
+from app.services.cards import card_page, identifiers
 from app.services.errors import DomainError, NotFound
-from app.services.wallet_pass import PassSigner
+from app.services.cards.wallet_pass import PassSigner
 
 log = logging.getLogger("app.cards")
 blp = Blueprint("cards", __name__, url_prefix="/cards", description="Customer loyalty cards")
@@ -35,10 +35,10 @@ def _prefers_html() -> bool:
     return request.accept_mimetypes.best_match(["application/json", "text/html"]) == "text/html"
 
 
-def _open_card(token: str) -> customer_cards.LoyaltyCard | Response:
+def _open_card(token: str) -> card_page.LoyaltyCard | Response:
     """The card, or the 404 in the form the client prefers; it never says why."""
     try:
-        return customer_cards.card_by_token(request_session(), token, utcnow())
+        return card_page.card_by_token(request_session(), token, utcnow())
     except NotFound:
         if not _prefers_html():
             raise
@@ -78,17 +78,17 @@ class CardPage(MethodView):
         card = _open_card(token)
         if isinstance(card, Response):
             return card
-        stores, store_total = customer_cards.published_stores(request_session(), card.company.id)
+        stores, store_total = card_page.published_stores(request_session(), card.company.id)
         html = render_template(
             "card.html",
             card=card,
-            amount=customer_cards.display_amount,
-            barcode=Markup(cards.ean13_svg(card.customer.card_number)),
-            qr_code=Markup(cards.barcode_svg(card.customer.card_number, scale=6)),
-            cities=customer_cards.stores_by_city(stores),
+            amount=card_page.display_amount,
+            barcode=Markup(identifiers.ean13_svg(card.customer.card_number)),
+            qr_code=Markup(identifiers.barcode_svg(card.customer.card_number, scale=6)),
+            cities=card_page.stores_by_city(stores),
             store_count=len(stores),
             store_total=store_total,
-            pending_arrives_on=customer_cards.pending_arrival(card.account, stores),
+            pending_arrives_on=card_page.pending_arrival(card.account, stores),
             wallet_url=f"{token}.pkpass" if wallet_signer() is not None else None,
         )
         return Response(html, 200, headers=PAGE_HEADERS, mimetype="text/html")
@@ -111,7 +111,7 @@ class CardPass(MethodView):
         if signer is None:
             raise DomainError("Apple Wallet passes are not configured on this server",
                               code="wallet_not_configured", status=503)
-        body = customer_cards.build_wallet_pass(request_session(), card, signer)
+        body = card_page.build_wallet_pass(request_session(), card, signer)
         return Response(body, 200, mimetype=PKPASS_MEDIA_TYPE, headers={
             "Content-Disposition": 'attachment; filename="loyalty-card.pkpass"',
             "Cache-Control": "no-store",

@@ -7,7 +7,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint
 from app.api.cashiers_schemas import CashierListArgs, CashierListResponse
 from app.db import request_session
-from app.services import locations
+from app.services.locations import stores
 
 blp = Blueprint("cashiers", __name__, url_prefix="/v1", description="Cashier catalog")
 
@@ -19,5 +19,5 @@ class Cashiers(MethodView):
     @blp.response(200, CashierListResponse)
     def get(self, args):
         """Cashiers by name; they enter the catalog when a register opens a checkout session."""
-        return locations.list_cashiers(request_session(), g.company_id, page=args["page"],
+        return stores.list_cashiers(request_session(), g.company_id, page=args["page"],
                                        page_size=args["page_size"], query=args.get("query"))

@@ -7,8 +7,8 @@ from flask.views import MethodView
 from app.api.base import Blueprint, ErrorResponse
 from app.api.catalog_schemas import CatalogSyncRequest, CatalogSyncResponse
 from app.db import request_session, utcnow
-from app.services import catalog
-from app.services.events import record_event
+from app.services.locations import catalog
+from app.services.webhooks.outbox import record_event
 
 blp = Blueprint("catalog", __name__, url_prefix="/v1", description="Product catalog")
 

@@ -4,7 +4,7 @@ import marshmallow as ma
 
 from app.api.base import Schema
 from app.api.fields import MAX_AMOUNT, Amount, Timestamp, no_nul
-from app.services.catalog import MAX_ITEMS, CatalogEntry
+from app.services.locations.catalog import MAX_ITEMS, CatalogEntry
 
 ERRORS_REPORTED = 100  # invalid items described in one 422; the rest of the snapshot is not read
 

@@ -1,6 +1,6 @@
 """Checkout requests (loaded into snake_case dicts for the services) and responses.
 
-Responses are the services' resources sent as they are (app/services/checkout_resources.py);
+Responses are the services' resources sent as they are (app/services/checkout/resources.py);
 the response schemas here document those shapes for the interface document.
 """
 import marshmallow as ma

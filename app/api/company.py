@@ -7,7 +7,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint
 from app.api.company_schemas import CompanyResponse, ProgramResponse, SubscriptionResponse
 from app.db import request_session
-from app.services import companies
+from app.services.tenancy import companies
 
 blp = Blueprint("company", __name__, url_prefix="/v1", description="Company, program, subscription")
 

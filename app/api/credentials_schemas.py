@@ -2,7 +2,7 @@ import marshmallow as ma
 
 from app.api.base import Schema
 from app.api.fields import Timestamp
-from app.services.scopes import ALL_SCOPES
+from app.services.tenancy.scopes import ALL_SCOPES
 
 
 class CreateCredentialRequest(Schema):

@@ -8,8 +8,8 @@ from app.api.base import Blueprint
 from app.api.customers_schemas import (CreateCustomerRequest, CustomerDirectoryArgs,
                                        CustomerDirectoryResponse, CustomerResponse, CustomerSearchArgs)
 from app.db import request_session, utcnow
-from app.services import customers
-from app.services.events import record_event
+from app.services.customers import profiles
+from app.services.webhooks.outbox import record_event
 
 blp = Blueprint("customers", __name__, url_prefix="/v1", description="Customers")
 
@@ -20,7 +20,7 @@ def card_url(token: str) -> str:
     return current_app.config["SETTINGS"].public_base_url + "/cards/" + token
 
 
-def present(found: customers.CustomerBalance) -> dict:
+def present(found: profiles.CustomerBalance) -> dict:
     return {"customer": found.customer, "balance": found.balance,
             "card_url": card_url(found.customer.card_token)}
 
@@ -33,7 +33,7 @@ class Customers(MethodView):
     def post(self, body):
         """Enrol a customer by Russian phone number, with an empty bonus account."""
         session = request_session()
-        created = customers.enrol_customer(
+        created = profiles.enrol_customer(
             session, g.company_id, phone=body["phone"], first_name=body["firstName"],
             last_name=body.get("lastName"), birth_date=body.get("birthDate"), email=body.get("email"),
             enrollment_challenge_id=body.get("enrollmentChallengeId"), now=utcnow())
@@ -46,7 +46,7 @@ class Customers(MethodView):
     @blp.response(200, CustomerDirectoryResponse)
     def get(self, args):
         """One page of the directory, with balances: text search and a floor on available."""
-        found, total = customers.directory(
+        found, total = profiles.directory(
             request_session(), g.company_id, query=args.get("query"),
             minimum_available=args.get("minimumAvailable"), offset=args["offset"],
             limit=args["limit"], now=utcnow())
@@ -61,5 +61,5 @@ class CustomerSearch(MethodView):
     @blp.response(200, CustomerResponse)
     def get(self, args):
         """The customer with this phone (any spelling), with the current balance."""
-        return present(customers.find_by_phone(request_session(), g.company_id, args["phone"],
+        return present(profiles.find_by_phone(request_session(), g.company_id, args["phone"],
                                                utcnow()))

@@ -4,7 +4,7 @@ from app.api.base import Schema
 from app.api.fields import Amount, Text, Timestamp, no_nul
 from app.api.paging import OffsetArgs, offset_page_schema
 from app.db import utcnow
-from app.services.phones import InvalidPhone, normalise_phone
+from app.services.customers.phones import InvalidPhone, normalise_phone
 
 OLDEST_BIRTH_DATE = "1900-01-01"
 

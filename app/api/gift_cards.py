@@ -7,7 +7,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint, ErrorResponse
 from app.api.gift_cards_schemas import GiftCardResponse
 from app.db import request_session, utcnow
-from app.services import gift_cards
+from app.services.cards import gift_cards
 from app.services.errors import NotFound, RateLimited
 
 blp = Blueprint("gift_cards", __name__, url_prefix="/v1", description="Gift cards")

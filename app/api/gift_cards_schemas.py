@@ -2,7 +2,7 @@ import marshmallow as ma
 
 from app.api.base import Schema
 from app.api.fields import Amount, Timestamp
-from app.services.gift_cards import STATES
+from app.services.cards.gift_cards import STATES
 
 
 class GiftCardResponse(Schema):

@@ -10,7 +10,7 @@ from app.api.base import Blueprint
 from app.api.otp_schemas import ConfirmOtpChallengeRequest, CreateOtpChallengeRequest, OtpChallengeResponse
 from app.db import request_session, utcnow
 from app.errors import validation_response
-from app.services import customers, otp
+from app.services.customers import otp, profiles
 
 blp = Blueprint("otp", __name__, url_prefix="/v1", description="One-time codes")
 log = logging.getLogger("app.otp")
@@ -28,7 +28,7 @@ class OtpChallenges(MethodView):
     def post(self, body):
         """Send a code to the phone (through the otp.code_issued webhook)."""
         session, now = request_session(), utcnow()
-        customers.ensure_not_enrolled(session, g.company_id, body["phone"])
+        profiles.ensure_not_enrolled(session, g.company_id, body["phone"])
         settings = current_app.config["SETTINGS"]
         challenge, code = otp.issue_challenge(session, g.company_id, body["phone"], body["purpose"],
                                               now, pepper=settings.api_key_pepper)

@@ -3,7 +3,7 @@ import marshmallow as ma
 from app.api.base import Schema
 from app.api.customers_schemas import Phone
 from app.api.fields import Timestamp
-from app.services.otp import CODE_DIGITS, PURPOSES
+from app.services.customers.otp import CODE_DIGITS, PURPOSES
 
 
 class CreateOtpChallengeRequest(Schema):

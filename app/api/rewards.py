@@ -9,8 +9,8 @@ from app.api.paging import OffsetArgs
 from app.api.rewards_schemas import (RewardAccountResponse, RewardActivityPageResponse,
                                      RewardAdjustmentRequest, RewardAdjustmentResponse)
 from app.db import request_session, utcnow
-from app.services import rewards
-from app.services.events import record_event
+from app.services.rewards import accounts
+from app.services.webhooks.outbox import record_event
 
 blp = Blueprint("rewards", __name__, url_prefix="/v1", description="Reward accounts")
 
@@ -21,7 +21,7 @@ class RewardAccountView(MethodView):
     @blp.response(200, RewardAccountResponse)
     def get(self, customer_id):
         """Available, pending and reserved bonuses."""
-        return rewards.get_account(request_session(), g.company_id, customer_id, utcnow())
+        return accounts.get_account(request_session(), g.company_id, customer_id, utcnow())
 
 
 @blp.route("/customers/<customer_id>/reward-adjustments")
@@ -32,9 +32,9 @@ class RewardAdjustments(MethodView):
     def post(self, body, customer_id):
         """Credit or debit bonuses by hand, with the reason; never below the available balance."""
         session = request_session()
-        entry, account = rewards.adjust(session, g.company_id, customer_id, amount=body["amount"],
+        entry, account = accounts.adjust(session, g.company_id, customer_id, amount=body["amount"],
                                         basis=body["basis"], now=utcnow())
-        view = {"entry": entry, "balance": rewards.Balance.of(account)}
+        view = {"entry": entry, "balance": accounts.Balance.of(account)}
         record_event(session, g.company_id, "reward.adjusted", RewardAdjustmentResponse().dump(view))
         return view
 
@@ -46,6 +46,6 @@ class RewardActivities(MethodView):
     @blp.response(200, RewardActivityPageResponse)
     def get(self, args, customer_id):
         """One page of the ledger, newest first."""
-        entries, total = rewards.activities(request_session(), g.company_id, customer_id,
+        entries, total = accounts.activities(request_session(), g.company_id, customer_id,
                                             offset=args["offset"], limit=args["limit"], now=utcnow())
         return {"items": entries, "offset": args["offset"], "limit": args["limit"], "total": total}

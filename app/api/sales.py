@@ -9,7 +9,7 @@ from app.api.checkout import CHECKOUT, sent
 from app.api.sales_schemas import (CreateReturnRequest, ReturnResponse, SaleLookupPath,
                                    SaleLookupResponse)
 from app.db import request_session, utcnow
-from app.services import checkout, returns
+from app.services.checkout import returns, sales
 
 blp = Blueprint("sales", __name__, url_prefix="/v1", description="Sales and returns")
 
@@ -21,7 +21,7 @@ class SaleByReceipt(MethodView):
     @blp.response(200, SaleLookupResponse)
     def get(self, path, external_receipt_id):
         """The committed sale of a receipt, with what was printed on it."""
-        return sent(checkout.sale_by_receipt(request_session(), g.company_id,
+        return sent(sales.sale_by_receipt(request_session(), g.company_id,
                                              path["external_receipt_id"]), 200)
 
 

@@ -9,7 +9,7 @@ from app.api.paging import PageArgs
 from app.api.stores_schemas import (CreateStoreRequest, PlaceDirectoryResponse, StoreListResponse,
                                     StoreResponse)
 from app.db import request_session, utcnow
-from app.services import locations
+from app.services.locations import stores
 
 blp = Blueprint("stores", __name__, url_prefix="/v1", description="Stores and the place directory")
 
@@ -21,14 +21,14 @@ class Stores(MethodView):
     @blp.response(201, StoreResponse)
     def post(self, body):
         """Add a sales point; it is active at once and published to the given channels."""
-        return locations.create_store(request_session(), g.company_id, now=utcnow(), **body)
+        return stores.create_store(request_session(), g.company_id, now=utcnow(), **body)
 
     @blp.operation(scope="locations:read")
     @blp.arguments(PageArgs, location="query")
     @blp.response(200, StoreListResponse)
     def get(self, args):
         """The company's stores, oldest first."""
-        return locations.list_stores(request_session(), g.company_id, page=args["page"],
+        return stores.list_stores(request_session(), g.company_id, page=args["page"],
                                      page_size=args["page_size"])
 
 
@@ -38,4 +38,4 @@ class PlaceDirectory(MethodView):
     @blp.response(200, PlaceDirectoryResponse)
     def get(self):
         """Cities with the active stores published to MINIAPP."""
-        return {"cities": locations.place_directory(request_session(), g.company_id)}
+        return {"cities": stores.place_directory(request_session(), g.company_id)}

@@ -6,7 +6,7 @@ from app.api.base import Schema
 from app.api.fields import Text
 from app.api.fields import Timestamp
 from app.api.paging import page_schema
-from app.services.locations import CHANNELS, store_channels
+from app.services.locations.stores import CHANNELS, store_channels
 
 TIMEZONES = frozenset(zoneinfo.available_timezones())
 

@@ -9,7 +9,7 @@ from app.api.terminals_schemas import (CreateTerminalRequest, TerminalListArgs,
                                        TerminalListResponse, TerminalResponse,
                                        UpdateTerminalRequest)
 from app.db import request_session, utcnow
-from app.services import locations
+from app.services.locations import stores
 
 blp = Blueprint("terminals", __name__, url_prefix="/v1", description="Terminals (registers)")
 
@@ -25,7 +25,7 @@ class Terminals(MethodView):
                                   "pos_key_in_use: another terminal has this posKey")
     def post(self, body):
         """Register a terminal at a store; it is ACTIVE and takes one of the tariff's registers."""
-        return locations.create_terminal(request_session(), g.company_id, store_id=body["storeId"],
+        return stores.create_terminal(request_session(), g.company_id, store_id=body["storeId"],
                                          name=body["name"], pos_key=body["posKey"], now=utcnow())
 
     @blp.operation(scope="locations:read")
@@ -34,7 +34,7 @@ class Terminals(MethodView):
     @blp.alt_response(404, schema=ErrorResponse, description="No such store in the company")
     def get(self, args):
         """The company's terminals, oldest first, optionally of one store."""
-        return locations.list_terminals(request_session(), g.company_id, page=args["page"],
+        return stores.list_terminals(request_session(), g.company_id, page=args["page"],
                                         page_size=args["page_size"], store_id=args.get("storeId"))
 
 
@@ -48,6 +48,6 @@ class TerminalById(MethodView):
                       description="terminal_limit_reached: enabling it would pass the registerLimit")
     def patch(self, body, terminal_id):
         """Rename, move to another store, disable or enable again (within the register limit)."""
-        return locations.update_terminal(request_session(), g.company_id, terminal_id,
+        return stores.update_terminal(request_session(), g.company_id, terminal_id,
                                          now=utcnow(), name=body.get("name"),
                                          state=body.get("state"), store_id=body.get("storeId"))

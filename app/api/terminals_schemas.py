@@ -4,7 +4,7 @@ from app.api.base import Schema
 from app.api.fields import Text, no_nul
 from app.api.fields import Timestamp
 from app.api.paging import PageArgs, page_schema
-from app.services.locations import TERMINAL_STATES
+from app.services.locations.stores import TERMINAL_STATES
 
 # A posKey travels in the X-Loyalty-Pos-Key header: visible ASCII, inner spaces allowed,
 # none at either end (HTTP would strip them and the key could never match).

@@ -8,7 +8,7 @@ from app.api.base import Blueprint
 from app.api.webhooks_schemas import (CreateWebhookEndpointRequest, IssuedWebhookEndpointResponse,
                                       WebhookEndpointListResponse)
 from app.db import request_session, utcnow
-from app.services import webhooks
+from app.services.webhooks import endpoints
 
 blp = Blueprint("webhooks", __name__, url_prefix="/v1", description="Webhook endpoints")
 
@@ -20,7 +20,7 @@ class WebhookEndpoints(MethodView):
     @blp.response(201, IssuedWebhookEndpointResponse)
     def post(self, body):
         """Register an https:// endpoint on an allowed host for the named events (or "*")."""
-        endpoint, secret = webhooks.create_endpoint(
+        endpoint, secret = endpoints.create_endpoint(
             request_session(), g.company_id, url=body["url"], events=body["events"],
             description=body.get("description"),
             pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow())
@@ -31,7 +31,7 @@ class WebhookEndpoints(MethodView):
     @blp.response(200, WebhookEndpointListResponse)
     def get(self):
         """The company's endpoints, never their secrets."""
-        return {"items": webhooks.list_endpoints(request_session(), g.company_id)}
+        return {"items": endpoints.list_endpoints(request_session(), g.company_id)}
 
 
 @blp.route("/webhook-endpoints/<endpoint_id>")
@@ -40,4 +40,4 @@ class WebhookEndpointById(MethodView):
     @blp.response(204)
     def delete(self, endpoint_id):
         """Stop sending to the endpoint; deliveries not yet made are not sent."""
-        webhooks.delete_endpoint(request_session(), g.company_id, endpoint_id, now=utcnow())
+        endpoints.delete_endpoint(request_session(), g.company_id, endpoint_id, now=utcnow())

@@ -7,7 +7,7 @@ from sqlalchemy import select
 
 from app.cli.session import operator_session
 from app.models import Company
-from app.services import customers
+from app.services.customers import profiles
 
 customers_cli = AppGroup("customers", help="Customers.")
 
@@ -25,7 +25,7 @@ def repair_names(company_id):
         companies = list(session.scalars(chosen))
         if company_id and not companies:
             raise click.ClickException(f"no company {company_id}")
-        repaired = sum(customers.record_names(session, each) for each in companies)
+        repaired = sum(profiles.record_names(session, each) for each in companies)
     click.echo(f"repaired {repaired} name rows")
 
 

@@ -8,7 +8,9 @@ from flask.cli import AppGroup
 from app.cli.session import operator_session
 from app.cli.tenants import _instant
 from app.db import utcnow
-from app.services import companies, gift_cards, money
+from app.services import money
+from app.services.tenancy import companies
+from app.services.cards import gift_cards
 from app.services.errors import NotFound
 
 gift_cards_cli = AppGroup("gift-cards", help="Gift cards.")

@@ -5,7 +5,7 @@ import click
 from flask.cli import AppGroup
 
 from app.cli.session import operator_session
-from app.services import ledger
+from app.services.rewards import ledger
 
 ledger_cli = AppGroup("ledger", help="The reward ledger.")
 

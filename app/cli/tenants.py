@@ -10,8 +10,9 @@ from flask.cli import AppGroup, with_appcontext
 
 from app.cli.session import operator_session
 from app.db import utcnow
-from app.services import companies, credentials, money
-from app.services.scopes import ALL_SCOPES
+from app.services import money
+from app.services.tenancy import companies, credentials
+from app.services.tenancy.scopes import ALL_SCOPES
 
 db_cli = AppGroup("db", help="Database schema.")
 companies_cli = AppGroup("companies", help="Tenants.")
@@ -185,7 +186,7 @@ def idempotency_purge():
 def demo():
     """A demo company with a store published to MINIAPP and a terminal; prints a key with
     every scope."""
-    from app.services.demo import create_demo
+    from app.services.tenancy.demo import create_demo
 
     with operator_session() as session:
         key = create_demo(session, pepper=_pepper(), now=utcnow())

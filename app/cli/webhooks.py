@@ -12,7 +12,8 @@ from flask.cli import AppGroup
 from app.cli.session import operator_session
 from app.db import utcnow
 from app.delivery_queue import enqueue_deliveries
-from app.services import retention, webhook_delivery, webhooks
+from app.services.operations import retention
+from app.services.webhooks import delivery, endpoints
 from app.services.errors import NotFound
 from app.upkeep import in_batches
 
@@ -27,7 +28,7 @@ def _refuse(message: str) -> NoReturn:
 
 def _host(value: str) -> str:
     try:
-        return webhooks.normalise_host(value)
+        return endpoints.normalise_host(value)
     except ValueError as exc:
         _refuse(str(exc))
 
@@ -39,12 +40,12 @@ def allow_host(host):
     loopback, link-local or metadata ranges are refused (unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES
     is on, for tests), as are IPv4 addresses written in a shortened or numeric form."""
     host = _host(host)
-    if webhooks.internal_address(host) and \
+    if endpoints.internal_address(host) and \
             not current_app.config["SETTINGS"].webhook_allow_private_addresses:
         _refuse(f"{host} is an internal address (private, loopback, link-local or reserved); "
                 "webhooks may not target it")
     with operator_session() as session:
-        stored = webhooks.allow_host(session, host, now=utcnow())
+        stored = endpoints.allow_host(session, host, now=utcnow())
     click.echo(stored)
 
 
@@ -53,7 +54,7 @@ def allow_host(host):
 def disallow_host(host):
     """Stop deliveries to HOST and refuse new endpoints on it."""
     with operator_session() as session:
-        if not webhooks.disallow_host(session, _host(host)):
+        if not endpoints.disallow_host(session, _host(host)):
             raise click.ClickException(f"{host} is not an allowed host")
     click.echo(f"disallowed {_host(host)}")
 
@@ -62,7 +63,7 @@ def disallow_host(host):
 def hosts():
     """List the allowed hosts."""
     with operator_session() as session:
-        rows = webhooks.allowed_hosts(session)
+        rows = endpoints.allowed_hosts(session)
     for row in rows:
         click.echo(row.host)
     click.echo(f"{len(rows)} hosts")
@@ -75,7 +76,7 @@ def dead_letters(company_id, limit):
     """Dead deliveries, newest event first: event id, type, company, endpoint, url, attempts,
     last status, last error."""
     with operator_session() as session:
-        rows = webhook_delivery.dead_letters(session, company_id=company_id, limit=limit)
+        rows = delivery.dead_letters(session, company_id=company_id, limit=limit)
     for d in rows:
         click.echo("\t".join([d.event_id, d.event_type, d.company_id, d.endpoint_id, d.url,
                               str(d.attempts), str(d.last_status or "-"), d.last_error or ""]))
@@ -88,7 +89,7 @@ def replay(event_id):
     """Send EVENT_ID's dead deliveries again, each with a fresh retry schedule."""
     with operator_session() as session:
         try:
-            revived, skipped = webhook_delivery.replay_event(session, event_id, now=utcnow())
+            revived, skipped = delivery.replay_event(session, event_id, now=utcnow())
         except NotFound:
             raise click.ClickException(f"event {event_id} has no dead deliveries") from None
     # After the commit: the job must find the delivery PENDING. Without Redis the sweep sends it.

@@ -32,7 +32,7 @@ class Customer(TenantMixin, Base):
 class CustomerName(Base):
     """What the directory's name search reads: each customer's lower-cased "first last" and
     enrolment time, one narrow row per customer (written with the customer by
-    `app.services.customers.record_names`). Searching the wide customers row instead reads
+    `app.services.customers.profiles.record_names`). Searching the wide customers row instead reads
     several times more pages per match; on PostgreSQL a trigram index on `full_name`
     (migration 0008_customer_names) finds the candidates. Keyed by the card number, the
     customer's other unique key, 13 characters against the id's 36: the table is a sixth

@@ -3,7 +3,7 @@
 The directory's `query` matches a fragment anywhere in the phone or the name, which a
 B-tree cannot serve; pg_trgm's GIN indexes answer `LIKE '%fragment%'` from the index at a
 million customers per company. The name index is on the exact expression
-`app.services.customers.FULL_NAME` queries. SQLite scans (it is the embedded default).
+`app.services.customers.profiles.FULL_NAME` queries. SQLite scans (it is the embedded default).
 
 Revision ID: 0004_customers_trgm
 Revises: 0001

@@ -1,6 +1,6 @@
 """an index of webhook deliveries by their event
 
-Pruning delivered events (app.services.retention) asks, for each old event, whether any of
+Pruning delivered events (app.services.operations.retention) asks, for each old event, whether any of
 its deliveries is unfinished, and deleting an event checks the deliveries' foreign key to it:
 without an index on (company_id, event_id) each of those reads the whole deliveries table.
 Built CONCURRENTLY on PostgreSQL, so the worker's delivery bookkeeping goes on meanwhile.

@@ -14,7 +14,9 @@ from cryptography.x509.oid import NameOID
 from app import create_app
 from app.db import utcnow
 from app.models import Customer, Store
-from app.services import cards, customers, ledger
+from app.services.cards import identifiers
+from app.services.customers import profiles
+from app.services.rewards import ledger
 
 PASS_TYPE_ID = "pass.example.loyalty.test"
 TEAM_ID = "TEAM123456"
@@ -23,12 +25,12 @@ TEAM_ID = "TEAM123456"
 def make_customer(db, company_id, *, first_name="Anna", available=0, pending=0, reserved=0,
                   pending_at=None) -> Customer:
     now = utcnow()
-    customer = Customer(company_id=company_id, phone="+7912" + cards.new_card_number()[-7:],
-                        first_name=first_name, card_number=cards.new_card_number(),
-                        card_token=cards.new_card_token(), created_at=now)
+    customer = Customer(company_id=company_id, phone="+7912" + identifiers.new_card_number()[-7:],
+                        first_name=first_name, card_number=identifiers.new_card_number(),
+                        card_token=identifiers.new_card_token(), created_at=now)
     db.add(customer)
     db.flush()
-    customers.record_names(db, company_id, [customer.id])
+    profiles.record_names(db, company_id, [customer.id])
     account = ledger.open_account(db, company_id, customer.id, now)
     if available + reserved:
         ledger.post(db, account, type="ADJUSTMENT", amount=available + reserved, now=now,

@@ -10,8 +10,8 @@ from sqlalchemy import event, select, update
 from app.api.base import operations
 from app.db import utcnow
 from app.models import ApiCredential
-from app.services import keys
-from app.services.scopes import ALL_SCOPES
+from app.services.tenancy import keys
+from app.services.tenancy.scopes import ALL_SCOPES
 
 
 @pytest.fixture

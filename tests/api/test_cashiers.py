@@ -6,7 +6,7 @@ from sqlalchemy import func, select
 
 from app.db import utcnow
 from app.models import Cashier
-from app.services import locations
+from app.services.locations import stores
 from tests.api.locations_helpers import validation_locs
 from tests.concurrency import run_together
 
@@ -15,7 +15,7 @@ def _announce(app, tenant, *cashiers: tuple[str, str]) -> list[str]:
     """Cashiers as checkout-session creation announces them; their ids."""
     session = app.extensions["session_factory"]()
     try:
-        ids = [locations.upsert_cashier(session, tenant.company_id, external_id, name, utcnow()).id
+        ids = [stores.upsert_cashier(session, tenant.company_id, external_id, name, utcnow()).id
                for external_id, name in cashiers]
         session.commit()
         return ids
@@ -100,7 +100,7 @@ def test_registers_announcing_one_new_cashier_at_once_make_one_entry(app, tenant
     def announce():
         session = app.extensions["session_factory"]()
         try:
-            cashier = locations.upsert_cashier(session, tenant.company_id, "c-7", "Olga", utcnow())
+            cashier = stores.upsert_cashier(session, tenant.company_id, "c-7", "Olga", utcnow())
             session.commit()
             return cashier.id
         finally:

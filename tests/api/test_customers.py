@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select, update
 
 from app.models import Customer, LedgerEntry, OutboxEvent, RewardAccount
-from app.services.cards import is_valid_ean13
+from app.services.cards.identifiers import is_valid_ean13
 
 PHONE = "+79123456789"
 
@@ -183,7 +183,7 @@ def _pending_accrual(app, company_id, customer_id, amount, *, matured):
     from datetime import timedelta
 
     from app.db import utcnow
-    from app.services import ledger
+    from app.services.rewards import ledger
 
     session = app.extensions["session_factory"]()
     now = utcnow()
@@ -320,11 +320,11 @@ def test_directory_never_lists_another_companys_customers(client, tenant, other_
 
 
 def test_a_card_number_clash_is_retried_with_a_new_number(client, tenant, monkeypatch):
-    from app.services import cards
+    from app.services.cards import identifiers
 
     first = enrol(client, tenant, phone="+79120000001")
-    numbers = iter([first["cardNumber"], first["cardNumber"], "2000000000008"])
-    monkeypatch.setattr(cards, "new_card_number", lambda: next(numbers))
+    given = iter([first["cardNumber"], first["cardNumber"], "2000000000008"])
+    monkeypatch.setattr(identifiers, "new_card_number", lambda: next(given))
     second = enrol(client, tenant, phone="+79120000002")
     assert second["cardNumber"] == "2000000000008"
     assert len(directory(client, tenant)["items"]) == 2

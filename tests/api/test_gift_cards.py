@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 from app import create_app
 from app.db import utcnow
 from app.models.gift_card import GiftCard, GiftCardLookupMisses
-from app.services import cards, gift_cards
+from app.services.cards import gift_cards, identifiers
 from tests.conftest import TEST_PEPPER
 
 UNKNOWN_CODE = "2345678923456789"
@@ -47,7 +47,7 @@ def test_issue_prints_the_codes_as_its_last_lines_and_stores_only_digests(app, t
     codes = result.output.strip().splitlines()[-3:]
     assert len(set(codes)) == 3
     for code in codes:
-        assert cards.normalise_gift_code(code) == code  # 16 characters of the alphabet
+        assert identifiers.normalise_gift_code(code) == code  # 16 characters of the alphabet
 
     rows = db.scalars(select(GiftCard).where(GiftCard.company_id == tenant.company_id)).all()
     assert len(rows) == 3

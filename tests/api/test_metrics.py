@@ -11,9 +11,9 @@ from sqlalchemy import update
 
 from app import create_app
 from app.models import WebhookDelivery
-from app.services import webhook_delivery, webhooks
+from app.services.webhooks import delivery, endpoints
 from app.db import utcnow
-from app.services.events import record_event
+from app.services.webhooks.outbox import record_event
 from tests.conftest import TEST_PEPPER
 from tests.ports import free_port
 
@@ -92,12 +92,12 @@ def test_requests_are_counted_by_route_template_never_the_raw_path(scraper, tena
 
 
 def test_the_outbox_and_deliveries_are_read_at_scrape_time(scraper, db, tenant):
-    webhooks.allow_host(db, "hooks.example.com", now=utcnow())
-    webhooks.create_endpoint(db, tenant.company_id, url="https://hooks.example.com/h",
+    endpoints.allow_host(db, "hooks.example.com", now=utcnow())
+    endpoints.create_endpoint(db, tenant.company_id, url="https://hooks.example.com/h",
                              events=["*"], description=None, pepper=TEST_PEPPER, now=utcnow())
     record_event(db, tenant.company_id, "customer.created", {"id": "c-1"})
     db.commit()
-    webhook_delivery.dispatch_pending(db, now=utcnow(), limit=10)
+    delivery.dispatch_pending(db, now=utcnow(), limit=10)
     db.execute(update(WebhookDelivery).values(state="DEAD"))
     for n in (2, 3):
         record_event(db, tenant.company_id, "customer.created", {"id": f"c-{n}"})

@@ -10,8 +10,8 @@ from sqlalchemy import select, update
 
 from app.db import utcnow
 from app.models import Customer, OtpChallenge, OutboxEvent
-from app.services import companies
-from app.services.events import revealed
+from app.services.tenancy import companies
+from app.services.webhooks.outbox import revealed
 from tests.conftest import TEST_PEPPER
 from tests.api.test_customers import PHONE, enrol
 

@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 
 from app.db import utcnow
 from app.models import LedgerEntry, OutboxEvent, RewardAccount
-from app.services import ledger
+from app.services.rewards import ledger
 from tests.api.test_customers import _pending_accrual, enrol
 
 

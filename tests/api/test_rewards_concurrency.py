@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select
 
 from app.models import LedgerEntry
-from app.services import ledger
+from app.services.rewards import ledger
 from tests.api.test_customers import enrol
 
 from tests.concurrency import raising, run_together

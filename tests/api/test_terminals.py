@@ -256,7 +256,7 @@ def test_ten_concurrent_enablings_never_pass_the_limit(app, client, db):
     for terminal_id in terminals:
         assert _patch(client, tenant, terminal_id, state="DISABLED").status_code == 200
     with app.app_context():
-        from app.services import companies
+        from app.services.tenancy import companies
         companies.update_subscription(db, tenant.company_id, register_limit=4)
         db.commit()
 

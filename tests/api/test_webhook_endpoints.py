@@ -5,8 +5,8 @@ import pytest
 from sqlalchemy import select
 
 from app.models import WebhookEndpoint
-from app.services import webhooks
-from app.services.events import EVENT_TYPES
+from app.services.webhooks import endpoints
+from app.services.webhooks.outbox import EVENT_TYPES
 from tests.conftest import TEST_PEPPER
 
 HOST = "hooks.example.com"
@@ -42,9 +42,9 @@ def test_create_shows_the_secret_once_and_keeps_it_encrypted(client, tenant, db,
 
     stored = db.scalar(select(WebhookEndpoint))
     assert secret[6:] not in stored.secret_encrypted
-    assert webhooks.decrypt_secret(TEST_PEPPER, stored.secret_encrypted) == secret
+    assert endpoints.decrypt_secret(TEST_PEPPER, stored.secret_encrypted) == secret
     with pytest.raises(Exception):
-        webhooks.decrypt_secret("another-pepper", stored.secret_encrypted)
+        endpoints.decrypt_secret("another-pepper", stored.secret_encrypted)
 
 
 def test_every_event_name_and_star_are_accepted(client, tenant, allowed):

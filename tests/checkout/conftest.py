@@ -11,7 +11,11 @@ from sqlalchemy import select, update
 from app.db import utcnow
 from app.models import (CatalogItem, CheckoutSession, Customer, Hold, OutboxEvent, RewardAccount,
                         Store, Terminal)
-from app.services import cards, companies, customers, holds, ledger
+from app.services.cards import identifiers
+from app.services.tenancy import companies
+from app.services.customers import profiles
+from app.services.checkout import holds
+from app.services.rewards import ledger
 from app.services.money import format_amount, parse_amount
 
 
@@ -50,11 +54,11 @@ class Shop:
             now = utcnow()
             customer = Customer(company_id=self.tenant.company_id,
                                 phone=f"+79{uuid.uuid4().int % 10**9:09d}", first_name="Anna",
-                                card_number=cards.new_card_number(),
-                                card_token=cards.new_card_token(), created_at=now)
+                                card_number=identifiers.new_card_number(),
+                                card_token=identifiers.new_card_token(), created_at=now)
             session.add(customer)
             session.flush()
-            customers.record_names(session, customer.company_id, [customer.id])
+            profiles.record_names(session, customer.company_id, [customer.id])
             account = ledger.open_account(session, customer.company_id, customer.id, now)
             if parse_amount(balance):
                 ledger.post(session, account, type="ADJUSTMENT", amount=parse_amount(balance),

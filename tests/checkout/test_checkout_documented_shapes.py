@@ -1,4 +1,4 @@
-"""The register's responses are built by hand (app.services.checkout_resources, for speed)
+"""The register's responses are built by hand (app.services.checkout.resources, for speed)
 and declared again as schemas for the interface document: each response must load, strictly,
 with the schema its operation documents, so the two cannot drift apart."""
 import marshmallow as ma

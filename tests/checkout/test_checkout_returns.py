@@ -3,7 +3,7 @@ left, the clawback policies, the pending accrual cancelled first, the sale's sta
 from datetime import timedelta
 
 from app.db import utcnow
-from app.services import ledger
+from app.services.rewards import ledger
 from tests.checkout.conftest import line
 
 # 3 pieces for 100.00 and 1.5 kg for 50.00: discounts 30.00 and 15.00 when 45.00 is held;

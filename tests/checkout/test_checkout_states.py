@@ -5,7 +5,7 @@ from sqlalchemy import update
 
 from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount
-from app.services import holds
+from app.services.checkout import holds
 from tests.checkout.conftest import line
 from worker.periodic import TASKS
 

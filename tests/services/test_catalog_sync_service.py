@@ -11,8 +11,8 @@ from sqlalchemy import event, select, text
 from app.api.catalog_schemas import CatalogSyncItem, _plain_entry
 from app.db import utcnow
 from app.models import CatalogItem
-from app.services import catalog, locations
-from app.services.catalog import CatalogEntry
+from app.services.locations import catalog, stores
+from app.services.locations.catalog import CatalogEntry
 from app.services.errors import InvalidField, NotFound
 from tests.concurrency import run_together
 from tests.conftest import make_tenant
@@ -21,7 +21,7 @@ from tests.conftest import make_tenant
 @pytest.fixture
 def store_id(app, tenant):
     session = app.extensions["session_factory"]()
-    store = locations.create_store(session, tenant.company_id, name="Main", address="Lenina 1",
+    store = stores.create_store(session, tenant.company_id, name="Main", address="Lenina 1",
                                    city="Moscow", latitude=55.7, longitude=37.6, channels=[],
                                    timezone="Europe/Moscow", now=utcnow())
     session.commit()

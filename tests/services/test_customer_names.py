@@ -10,7 +10,8 @@ from sqlalchemy import delete, inspect, select, update
 from app.db import make_engine, utcnow
 from app.migrate import alembic_config, upgrade
 from app.models import Company, Customer, CustomerName
-from app.services import cards, customers
+from app.services.cards import identifiers
+from app.services.customers import profiles
 from tests.conftest import ON_POSTGRES
 from tests.customer_names import names_out_of_step
 
@@ -19,7 +20,7 @@ BEFORE = "0007_gift_card_misses"
 
 def _enrol(app, company_id, phone, first_name, last_name=None):
     session = app.extensions["session_factory"]()
-    made = customers.enrol_customer(session, company_id, phone=phone, first_name=first_name,
+    made = profiles.enrol_customer(session, company_id, phone=phone, first_name=first_name,
                                     last_name=last_name, now=utcnow())
     session.commit()
     session.close()
@@ -50,7 +51,7 @@ def test_the_name_search_reads_the_name_rows(app, tenant, db):
 
     def found(query):
         session = app.extensions["session_factory"]()
-        page, total = customers.directory(session, tenant.company_id, query=query, now=utcnow())
+        page, total = profiles.directory(session, tenant.company_id, query=query, now=utcnow())
         session.close()
         return [c.customer.id for c in page], total
 
@@ -62,15 +63,15 @@ def test_the_name_search_reads_the_name_rows(app, tenant, db):
     assert found("петров") == ([], 0) and found("else") == ([ivan.id], 1)
     assert names_out_of_step(db.connection()) == [(ivan.id, "Иван", "Петров")]
     db.execute(delete(CustomerName).where(*where))
-    customers.record_names(db, tenant.company_id)  # the company's missing rows, written again
+    profiles.record_names(db, tenant.company_id)  # the company's missing rows, written again
     db.commit()
     assert found("петров") == ([ivan.id], 1)
 
 
 def test_recording_names_of_no_customers_writes_nothing(app, tenant, db):
     _enrol(app, tenant.company_id, "+79120000001", "Иван")
-    customers.record_names(db, tenant.company_id, [])
-    customers.record_names(db, tenant.company_id)  # every customer has its row already
+    profiles.record_names(db, tenant.company_id, [])
+    profiles.record_names(db, tenant.company_id)  # every customer has its row already
     db.commit()
     assert len(_names(db, tenant.company_id)) == 1
 
@@ -86,7 +87,7 @@ def test_the_migration_fills_in_the_names_of_customers_enrolled_before_it(fresh_
         connection.execute(Customer.__table__.insert(), [
             {"company_id": "company", "id": f"c-{i}", "phone": f"+7912000000{i}",
              "first_name": first, "last_name": last, "card_number": card_number,
-             "card_token": cards.new_card_token(), "created_at": now}
+             "card_token": identifiers.new_card_token(), "created_at": now}
             for i, (card_number, (first, last)) in enumerate(people.items())])
 
     upgrade(fresh_database)
@@ -114,11 +115,11 @@ FIRST = ["Анна", "Иван", "Мария", "Олег", "John"]
 LAST = ["Иванова", "Петров", None, "Smith", "Анисимов", "Ли"]
 
 
-@pytest.mark.parametrize("walk_per_match", [0, customers.WALK_PER_MATCH, 10 ** 9])
+@pytest.mark.parametrize("walk_per_match", [0, profiles.WALK_PER_MATCH, 10 ** 9])
 def test_a_name_page_is_its_slice_of_the_enrolment_order_by_walk_or_by_the_matches(
         app, tenant, monkeypatch, walk_per_match):
     """0 always takes the page from the matches, 10**9 always from the walk, the default either."""
-    monkeypatch.setattr(customers, "WALK_PER_MATCH", walk_per_match)
+    monkeypatch.setattr(profiles, "WALK_PER_MATCH", walk_per_match)
     enrolled = [_enrol(app, tenant.company_id, f"+791200000{i:02d}", FIRST[i % 5], LAST[i % 6])
                 for i in range(30)]
     order = sorted(enrolled, key=lambda c: (c.created_at, c.card_number))
@@ -127,7 +128,7 @@ def test_a_name_page_is_its_slice_of_the_enrolment_order_by_walk_or_by_the_match
             expected = [c.id for c in order
                         if query.lower() in f"{c.first_name} {c.last_name or ''}".lower()]
             for offset, limit in [(0, 20), (0, 1), (2, 3), (max(len(expected) - 1, 0), 5), (40, 5)]:
-                page, total = customers.directory(session, tenant.company_id, query=query,
+                page, total = profiles.directory(session, tenant.company_id, query=query,
                                                   offset=offset, limit=limit, now=utcnow())
                 session.rollback()
                 assert ([c.customer.id for c in page], total) == (
@@ -137,16 +138,16 @@ def test_a_name_page_is_its_slice_of_the_enrolment_order_by_walk_or_by_the_match
 @pytest.mark.parametrize("walk_per_match", [0, 10 ** 9])
 def test_customers_enrolled_in_the_same_instant_are_listed_by_card_number_every_way(
         app, tenant, monkeypatch, walk_per_match):
-    monkeypatch.setattr(customers, "WALK_PER_MATCH", walk_per_match)
+    monkeypatch.setattr(profiles, "WALK_PER_MATCH", walk_per_match)
     now = utcnow()
     with app.extensions["session_factory"]() as session:
-        made = [customers.enrol_customer(session, tenant.company_id, phone=f"+7912000000{i}",
+        made = [profiles.enrol_customer(session, tenant.company_id, phone=f"+7912000000{i}",
                                          first_name="Анна", now=now).customer for i in range(4)]
         session.commit()
         expected = [c.id for c in sorted(made, key=lambda c: c.card_number)]
         for query in [None, "анна", "912"]:
             for offset in range(4):
-                page, total = customers.directory(session, tenant.company_id, query=query,
+                page, total = profiles.directory(session, tenant.company_id, query=query,
                                                   offset=offset, limit=1, now=now)
                 session.rollback()
                 assert ([c.customer.id for c in page], total) == (expected[offset:offset + 1], 4)

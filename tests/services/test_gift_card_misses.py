@@ -8,7 +8,7 @@ import pytest
 from redis import Redis
 
 from app.db import utcnow
-from app.services.gift_cards import (MISS_LIMIT, MISS_WINDOW_SECONDS, DatabaseMissCounter,
+from app.services.cards.gift_cards import (MISS_LIMIT, MISS_WINDOW_SECONDS, DatabaseMissCounter,
                                      RedisMissCounter)
 from tests.conftest import REDIS_URL
 

@@ -11,7 +11,8 @@ from sqlalchemy import update
 
 from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount
-from app.services import customers, ledger, rewards
+from app.services.customers import profiles
+from app.services.rewards import accounts, ledger
 from app.services.errors import Conflict
 
 amounts = st.integers(min_value=1, max_value=100_000)
@@ -30,7 +31,7 @@ phones = (f"+7912{n:07d}" for n in itertools.count(1))
 def test_any_sequence_leaves_the_ledger_consistent(app, tenant, steps):
     session = app.extensions["session_factory"]()
     company_id = tenant.company_id
-    customer_id = customers.enrol_customer(session, company_id, phone=next(phones), first_name="Ян",
+    customer_id = profiles.enrol_customer(session, company_id, phone=next(phones), first_name="Ян",
                                            now=utcnow()).customer.id
     session.commit()
     available = pending = 0
@@ -38,11 +39,11 @@ def test_any_sequence_leaves_the_ledger_consistent(app, tenant, steps):
         for action, amount in steps:
             now = utcnow()
             if action == "credit":
-                rewards.adjust(session, company_id, customer_id, amount=amount, basis="p", now=now)
+                accounts.adjust(session, company_id, customer_id, amount=amount, basis="p", now=now)
                 available += amount
             elif action == "debit":
                 try:
-                    rewards.adjust(session, company_id, customer_id, amount=-amount, basis="p", now=now)
+                    accounts.adjust(session, company_id, customer_id, amount=-amount, basis="p", now=now)
                 except Conflict:
                     assert amount > available
                     session.rollback()
@@ -69,7 +70,7 @@ def test_any_sequence_leaves_the_ledger_consistent(app, tenant, steps):
                         ledger.lock_account(session, due_company, due_customer, now)
                 available, pending = available + pending, 0
             session.commit()
-        account = rewards.get_account(session, company_id, customer_id, utcnow())
+        account = accounts.get_account(session, company_id, customer_id, utcnow())
         assert (account.available, account.pending, account.reserved) == (available, pending, 0)
         assert ledger.verify(session, company_id) == []
     finally:

@@ -7,16 +7,17 @@ from sqlalchemy import func, select, update
 
 from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount
-from app.services import customers, ledger, rewards
+from app.services.customers import profiles
+from app.services.rewards import accounts, ledger
 from worker.periodic import TASKS, mature_rewards, run_periodic_tasks
 
 
 def _customer(app, company_id, phone, credit=0):
     session = app.extensions["session_factory"]()
     now = utcnow()
-    made = customers.enrol_customer(session, company_id, phone=phone, first_name="Анна", now=now)
+    made = profiles.enrol_customer(session, company_id, phone=phone, first_name="Анна", now=now)
     if credit:
-        rewards.adjust(session, company_id, made.customer.id, amount=credit, basis="opening", now=now)
+        accounts.adjust(session, company_id, made.customer.id, amount=credit, basis="opening", now=now)
     session.commit()
     session.close()
     return made.customer.id
@@ -83,10 +84,10 @@ def test_the_periodic_task_matures_due_accruals(app, tenant, db):
     results = run_periodic_tasks(app, now=utcnow() + timedelta(days=2))
     assert results["mature rewards"] == 1
     db.expire_all()
-    accounts = {a.customer_id: a for a in db.scalars(select(RewardAccount))}
-    assert (accounts[due].available, accounts[due].pending) == (500, 300)
-    assert accounts[due].next_maturity_at > utcnow() + timedelta(days=2)
-    assert (accounts[later].available, accounts[later].pending) == (0, 700)
+    stored = {a.customer_id: a for a in db.scalars(select(RewardAccount))}
+    assert (stored[due].available, stored[due].pending) == (500, 300)
+    assert stored[due].next_maturity_at > utcnow() + timedelta(days=2)
+    assert (stored[later].available, stored[later].pending) == (0, 700)
     statuses = sorted((e.amount, e.status) for e in db.scalars(select(LedgerEntry)))
     assert statuses == [(300, "PENDING"), (500, "ACTIVE"), (700, "PENDING")]
     assert ledger.verify(db) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.models import ApiCredential, Program, Store, Subscription, Terminal
-from app.services import keys
+from app.services.tenancy import keys
 
 
 def _last_line(result) -> str:

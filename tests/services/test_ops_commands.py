@@ -13,8 +13,8 @@ from app import create_app
 from app.db import utcnow
 from app.migrate import upgrade
 from app.models import CustomerName, IdempotencyRecord, OutboxEvent
-from app.services import customers
-from app.services.events import record_event
+from app.services.customers import profiles
+from app.services.webhooks.outbox import record_event
 from tests.ports import free_port
 
 
@@ -94,7 +94,7 @@ def test_status_reads_the_worker_heartbeat_from_rq(app):
 
 def test_repair_names_writes_the_rows_a_rolling_deploy_left_out(app, db, tenant, other_tenant):
     runner = app.test_cli_runner()
-    enrolled = [customers.enrol_customer(db, company_id, phone=phone, first_name="Анна",
+    enrolled = [profiles.enrol_customer(db, company_id, phone=phone, first_name="Анна",
                                          last_name="Петрова", now=utcnow()).customer
                 for company_id, phone in ((tenant.company_id, "+79120000001"),
                                           (tenant.company_id, "+79120000002"),

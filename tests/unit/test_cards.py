@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from app.services import cards
+from app.services.cards import identifiers
 
 # Bar/space widths of the EAN-13 L (odd parity) set, digit by digit: space, bar,
 # space, bar. R codes have the same widths starting with a bar; G codes are the
@@ -69,14 +69,14 @@ def svg_modules(svg: str) -> str:
     ],
 )
 def test_check_digit_matches_reference_numbers(first12, check):
-    assert cards.ean13_check_digit(first12) == check
-    assert cards.is_valid_ean13(first12 + check)
+    assert identifiers.ean13_check_digit(first12) == check
+    assert identifiers.is_valid_ean13(first12 + check)
 
 
 @pytest.mark.parametrize("bad", ["40063813339", "4006381333931", "40063813339a", "４００６３８１３３３９３"])
 def test_check_digit_needs_twelve_ascii_digits(bad):
     with pytest.raises(ValueError):
-        cards.ean13_check_digit(bad)
+        identifiers.ean13_check_digit(bad)
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_check_digit_needs_twelve_ascii_digits(bad):
      "٤٠٠٦٣٨١٣٣٣٩٣١"],
 )
 def test_invalid_ean13_is_rejected(candidate):
-    assert not cards.is_valid_ean13(candidate)
+    assert not identifiers.is_valid_ean13(candidate)
 
 
 def test_any_single_digit_error_is_detected():
@@ -94,15 +94,15 @@ def test_any_single_digit_error_is_detected():
         for digit in string.digits:
             if digit != number[position]:
                 altered = number[:position] + digit + number[position + 1 :]
-                assert not cards.is_valid_ean13(altered)
+                assert not identifiers.is_valid_ean13(altered)
 
 
 def test_card_numbers_are_valid_in_store_ean13():
-    numbers = [cards.new_card_number() for _ in range(2000)]
+    numbers = [identifiers.new_card_number() for _ in range(2000)]
     for number in numbers:
         assert len(number) == 13 and number.isdigit()
         assert number.startswith("2")
-        assert cards.is_valid_ean13(number)
+        assert identifiers.is_valid_ean13(number)
     assert len(set(numbers)) == len(numbers)
     # every random position takes every digit across so many numbers
     for position in range(1, 12):
@@ -110,21 +110,21 @@ def test_card_numbers_are_valid_in_store_ean13():
 
 
 def test_card_number_uses_the_given_random_source():
-    first = cards.new_card_number(rand=random.Random(7))
-    again = cards.new_card_number(rand=random.Random(7))
+    first = identifiers.new_card_number(rand=random.Random(7))
+    again = identifiers.new_card_number(rand=random.Random(7))
     assert first == again
-    assert cards.is_valid_ean13(first)
+    assert identifiers.is_valid_ean13(first)
 
 
 def test_card_tokens_are_long_url_safe_and_distinct():
-    tokens = {cards.new_card_token() for _ in range(500)}
+    tokens = {identifiers.new_card_token() for _ in range(500)}
     assert len(tokens) == 500
     for token in tokens:
         assert re.fullmatch(r"[A-Za-z0-9_-]{43}", token)  # 32 bytes, unpadded base64url
 
 
 def test_gift_code_alphabet_is_unambiguous_uppercase_and_digits():
-    alphabet = cards.GIFT_CODE_ALPHABET
+    alphabet = identifiers.GIFT_CODE_ALPHABET
     assert len(set(alphabet)) == len(alphabet)
     assert set(alphabet) <= set(string.ascii_uppercase + string.digits)
     assert not set(alphabet) & set("0O1IL")
@@ -132,13 +132,13 @@ def test_gift_code_alphabet_is_unambiguous_uppercase_and_digits():
 
 
 def test_gift_codes_use_only_the_alphabet():
-    codes = [cards.new_gift_code() for _ in range(1000)]
+    codes = [identifiers.new_gift_code() for _ in range(1000)]
     assert len(set(codes)) == len(codes)
     for code in codes:
         assert len(code) == 16
-        assert set(code) <= set(cards.GIFT_CODE_ALPHABET)
-        assert cards.normalise_gift_code(code) == code
-    assert set("".join(codes)) == set(cards.GIFT_CODE_ALPHABET)
+        assert set(code) <= set(identifiers.GIFT_CODE_ALPHABET)
+        assert identifiers.normalise_gift_code(code) == code
+    assert set("".join(codes)) == set(identifiers.GIFT_CODE_ALPHABET)
 
 
 @pytest.mark.parametrize(
@@ -146,7 +146,7 @@ def test_gift_codes_use_only_the_alphabet():
     ["abcd-efgh-jkmn-pqrs", " ABCD EFGH JKMN PQRS ", "AbCd-EfGh JkMn-PqRs", "ABCDEFGHJKMNPQRS"],
 )
 def test_normalise_gift_code_accepts_spaces_dashes_and_lowercase(typed):
-    assert cards.normalise_gift_code(typed) == "ABCDEFGHJKMNPQRS"
+    assert identifiers.normalise_gift_code(typed) == "ABCDEFGHJKMNPQRS"
 
 
 @pytest.mark.parametrize(
@@ -166,18 +166,18 @@ def test_normalise_gift_code_accepts_spaces_dashes_and_lowercase(typed):
     ],
 )
 def test_normalise_gift_code_rejects_other_text(typed):
-    assert cards.normalise_gift_code(typed) is None
+    assert identifiers.normalise_gift_code(typed) is None
 
 
 def test_mask_gift_code_shows_only_the_last_four():
-    assert cards.mask_gift_code("ABCDEFGHJKMNPQRS") == "************PQRS"
-    code = cards.new_gift_code()
-    masked = cards.mask_gift_code(code)
+    assert identifiers.mask_gift_code("ABCDEFGHJKMNPQRS") == "************PQRS"
+    code = identifiers.new_gift_code()
+    masked = identifiers.mask_gift_code(code)
     assert len(masked) == 16 and masked.endswith(code[-4:]) and set(masked[:12]) == {"*"}
 
 
 def test_qr_svg_is_well_formed_and_standard_qr():
-    svg = cards.barcode_svg("2123456789010")
+    svg = identifiers.barcode_svg("2123456789010")
     root = ET.fromstring(svg)
     assert root.tag.rsplit("}", 1)[-1] == "svg"
     assert int(root.get("width")) == int(root.get("height")) > 0
@@ -185,29 +185,29 @@ def test_qr_svg_is_well_formed_and_standard_qr():
 
 
 def test_ean13_modules_decode_back_to_the_reference_number():
-    assert decode_ean13(cards.ean13_modules("4006381333931")) == "4006381333931"
+    assert decode_ean13(identifiers.ean13_modules("4006381333931")) == "4006381333931"
 
 
 @pytest.mark.parametrize("number", ["5901234123457", "9780306406157", "0000000000000"])
 def test_ean13_modules_decode_back_for_other_first_digits(number):
-    assert decode_ean13(cards.ean13_modules(number)) == number
+    assert decode_ean13(identifiers.ean13_modules(number)) == number
 
 
 def test_ean13_modules_decode_back_for_card_numbers():
     for _ in range(200):
-        number = cards.new_card_number()
-        assert decode_ean13(cards.ean13_modules(number)) == number
+        number = identifiers.new_card_number()
+        assert decode_ean13(identifiers.ean13_modules(number)) == number
 
 
 def test_ean13_modules_refuse_an_invalid_number():
     with pytest.raises(ValueError):
-        cards.ean13_modules("4006381333932")
+        identifiers.ean13_modules("4006381333932")
 
 
 def test_ean13_svg_bars_decode_back_to_the_number():
-    for number in ["4006381333931", cards.new_card_number()]:
-        svg = cards.ean13_svg(number)
-        assert svg_modules(svg) == cards.ean13_modules(number)
+    for number in ["4006381333931", identifiers.new_card_number()]:
+        svg = identifiers.ean13_svg(number)
+        assert svg_modules(svg) == identifiers.ean13_modules(number)
         assert decode_ean13(svg_modules(svg)) == number
         texts = "".join(t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"))
         assert texts == number

@@ -2,7 +2,7 @@ import zlib
 
 import pytest
 
-from app.services import keys
+from app.services.tenancy import keys
 
 
 def test_key_shape_and_checksum():

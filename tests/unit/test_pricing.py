@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.services.pricing import (
+from app.services.checkout.pricing import (
     ITEM_NOT_REDEEMABLE,
     Clawback,
     PricedLine,

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import pkcs7
 from cryptography.x509.oid import NameOID
 
-from app.services.wallet_pass import PassSigner, build_pass, solid_png
+from app.services.cards.wallet_pass import PassSigner, build_pass, solid_png
 
 PASS_TYPE_ID = "pass.com.example.loyalty"
 TEAM_ID = "ABCDE12345"

@@ -5,7 +5,7 @@ import time
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from app.services.webhook_signing import new_endpoint_secret, signature_headers
+from app.services.webhooks.signing import new_endpoint_secret, signature_headers
 
 BODY = (
     b'{"type":"sale.committed","timestamp":"2024-05-01T10:00:00Z",'

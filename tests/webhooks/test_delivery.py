@@ -30,7 +30,7 @@ from app.delivery_queue import dispatch_flag_key
 from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.requests import enqueue_events
 from app.services.errors import Conflict
-from app.services.events import EVENT_TYPES, record_event
+from app.services.webhooks.outbox import EVENT_TYPES, record_event
 from tests.conftest import TEST_PEPPER
 from worker.__main__ import PERIODIC_JOB, periodic_lock_key
 

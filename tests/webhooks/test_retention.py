@@ -9,8 +9,9 @@ from sqlalchemy import delete, func, insert, select, update
 
 from app.db import utcnow
 from app.models import IdempotencyRecord, OutboxEvent, WebhookDelivery
-from app.services import retention, webhook_delivery, webhooks
-from app.services.events import record_event
+from app.services.operations import retention
+from app.services.webhooks import delivery, endpoints
+from app.services.webhooks.outbox import record_event
 from app.upkeep import in_batches
 from tests.conftest import TEST_PEPPER
 from worker.periodic import run_periodic_tasks
@@ -19,10 +20,10 @@ LONG_AGO = timedelta(days=40)  # beyond the default 30 days
 
 
 @pytest.fixture
-def endpoints(db, tenant):
+def two_endpoints(db, tenant):
     """Two endpoints of the tenant, each wanting every event."""
-    webhooks.allow_host(db, "hooks.example.com", now=utcnow())
-    made = [webhooks.create_endpoint(db, tenant.company_id, url=f"https://hooks.example.com/{n}",
+    endpoints.allow_host(db, "hooks.example.com", now=utcnow())
+    made = [endpoints.create_endpoint(db, tenant.company_id, url=f"https://hooks.example.com/{n}",
                                      events=["*"], description=None, pepper=TEST_PEPPER,
                                      now=utcnow())[0] for n in (1, 2)]
     db.commit()
@@ -35,7 +36,7 @@ def dispatched_event(session, company_id, *, age, states=("DELIVERED", "DELIVERE
     event = record_event(session, company_id, "customer.created", {"id": "c-1"})
     session.flush()
     if states is not None:
-        webhook_delivery.dispatch_pending(session, now=utcnow(), limit=1000)
+        delivery.dispatch_pending(session, now=utcnow(), limit=1000)
         made = _deliveries_of(session, event.id)
         for delivery_id, state in zip(made, states):
             session.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
@@ -58,7 +59,7 @@ def _events(db):
     return set(db.scalars(select(OutboxEvent.id)))
 
 
-def test_old_delivered_events_go_and_the_rest_stay(app, db, tenant, endpoints):
+def test_old_delivered_events_go_and_the_rest_stay(app, db, tenant, two_endpoints):
     old_delivered = dispatched_event(db, tenant.company_id, age=LONG_AGO)
     old_without_endpoint_match = dispatched_event(db, tenant.company_id, age=LONG_AGO, states=())
     recent_delivered = dispatched_event(db, tenant.company_id, age=timedelta(days=29))
@@ -76,13 +77,13 @@ def test_old_delivered_events_go_and_the_rest_stay(app, db, tenant, endpoints):
     assert len(_deliveries_of(db, old_dead)) == len(_deliveries_of(db, old_retrying)) == 2
     assert len(_deliveries_of(db, recent_delivered)) == 2
     # The dead letter can still be replayed.
-    assert webhook_delivery.replay_event(db, old_dead, now=utcnow())[0]
+    assert delivery.replay_event(db, old_dead, now=utcnow())[0]
     db.rollback()
     assert run_periodic_tasks(app)["prune delivered events"] == 0
 
 
 def test_pruning_goes_a_batch_per_transaction_and_stops_at_its_bound(app, db, tenant,
-                                                                       endpoints):
+                                                                       two_endpoints):
     for _ in range(5):
         dispatched_event(db, tenant.company_id, age=LONG_AGO)
     commits = []
@@ -101,7 +102,7 @@ def test_pruning_goes_a_batch_per_transaction_and_stops_at_its_bound(app, db, te
     assert commits == [2] and _events(db) == set()
 
 
-def test_a_shorter_retention_prunes_sooner(app, db, tenant, endpoints):
+def test_a_shorter_retention_prunes_sooner(app, db, tenant, two_endpoints):
     import dataclasses
 
     from app import create_app
@@ -130,7 +131,7 @@ def test_expired_idempotency_records_are_purged_by_the_periodic_job(app, db, ten
     assert list(db.scalars(select(IdempotencyRecord.key))) == ["fresh"]
 
 
-def test_purge_dead_deletes_old_dead_letters_only(app, db, tenant, endpoints):
+def test_purge_dead_deletes_old_dead_letters_only(app, db, tenant, two_endpoints):
     old_dead = dispatched_event(db, tenant.company_id, age=LONG_AGO, states=("DEAD", "DEAD"))
     half_dead = dispatched_event(db, tenant.company_id, age=LONG_AGO,
                                  states=("DEAD", "DELIVERED"))

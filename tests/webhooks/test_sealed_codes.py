@@ -12,7 +12,7 @@ from sqlalchemy import select, text
 from app import create_app
 from app.db import Base, transaction, utcnow
 from app.models import OutboxEvent, WebhookDelivery
-from app.services import webhook_delivery
+from app.services.webhooks import delivery
 from tests.api.test_otp import challenge
 from tests.webhooks.test_delivery import allow_loopback, register, verified
 from worker import jobs
@@ -38,7 +38,7 @@ def database_dump(app) -> str:
 def dispatch(app) -> None:
     """What the worker's dispatch job does, without the Redis bookkeeping around it."""
     with transaction(app) as session:
-        webhook_delivery.dispatch_pending(session, now=utcnow(), limit=100)
+        delivery.dispatch_pending(session, now=utcnow(), limit=100)
 
 
 def deliver_all(app) -> None:

@@ -6,8 +6,8 @@ import time
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from app.services.webhook_signing import new_endpoint_secret, signature_headers
-from app.services.webhook_transport import (
+from app.services.webhooks.signing import new_endpoint_secret, signature_headers
+from app.services.webhooks.transport import (
     ADDRESS_NOT_ALLOWED,
     DeliveryOutcome,
     is_public_address,

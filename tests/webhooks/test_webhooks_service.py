@@ -11,9 +11,9 @@ from sqlalchemy import select, update
 
 from app.db import utcnow
 from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
-from app.services import webhook_delivery, webhooks
-from app.services.events import record_event
-from app.services.webhook_transport import DeliveryOutcome
+from app.services.webhooks import delivery, endpoints
+from app.services.webhooks.outbox import record_event
+from app.services.webhooks.transport import DeliveryOutcome
 from tests.conftest import TEST_PEPPER
 
 DELAYS = [1.0, 1.0]
@@ -26,7 +26,7 @@ def ok(status=200):
 @pytest.fixture
 def session(app):
     session = app.extensions["session_factory"]()
-    webhooks.allow_host(session, "hooks.example.com", now=utcnow())
+    endpoints.allow_host(session, "hooks.example.com", now=utcnow())
     session.commit()
     yield session
     session.rollback()
@@ -34,7 +34,7 @@ def session(app):
 
 
 def endpoint(session, company_id, events=("*",), path="/hook"):
-    created, secret = webhooks.create_endpoint(
+    created, secret = endpoints.create_endpoint(
         session, company_id, url=f"https://hooks.example.com{path}", events=list(events),
         description=None, pepper=TEST_PEPPER, now=utcnow())
     session.commit()
@@ -49,7 +49,7 @@ def event(session, company_id, event_type="customer.created", data=None):
 
 def dispatch(session, limit=100):
     """One dispatch run's batch: the deliveries it made."""
-    _, made = webhook_delivery.dispatch_pending(session, now=utcnow(), limit=limit)
+    _, made = delivery.dispatch_pending(session, now=utcnow(), limit=limit)
     session.commit()
     return made
 
@@ -59,20 +59,20 @@ def disable(session, endpoint_row):
                     .values(state="DISABLED"))
 
 
-def delivery(session, delivery_id):
+def stored_delivery(session, delivery_id):
     session.expire_all()
     return session.scalar(select(WebhookDelivery).where(WebhookDelivery.id == delivery_id))
 
 
 def claim(session, company_id, delivery_id, now=None):
-    attempt = webhook_delivery.begin_attempt(session, company_id, delivery_id, now=now or utcnow(),
+    attempt = delivery.begin_attempt(session, company_id, delivery_id, now=now or utcnow(),
                                      pepper=TEST_PEPPER)
     session.commit()
     return attempt
 
 
 def finish(session, attempt, outcome, rand=None):
-    delay = webhook_delivery.finish_attempt(session, attempt, outcome, now=utcnow(),
+    delay = delivery.finish_attempt(session, attempt, outcome, now=utcnow(),
                                             delays=DELAYS, rand=rand)
     session.commit()
     return delay
@@ -87,7 +87,7 @@ def test_one_delivery_per_matching_active_endpoint_once(session, tenant, other_t
     deleted = endpoint(session, tenant.company_id)
     endpoint(session, other_tenant.company_id)
     disable(session, disabled)
-    webhooks.delete_endpoint(session, tenant.company_id, deleted.id, now=utcnow())
+    endpoints.delete_endpoint(session, tenant.company_id, deleted.id, now=utcnow())
     session.commit()
     created = event(session, tenant.company_id)
     sold = event(session, tenant.company_id, "sale.committed")
@@ -111,14 +111,14 @@ def test_event_without_endpoints_is_dispatched_with_nothing_to_send(session, ten
     assert dispatch(session) == []
     assert session.scalar(select(OutboxEvent.dispatched_at)
                           .where(OutboxEvent.id == recorded.id)) is not None
-    assert not webhook_delivery.has_stray_events(session, older_than=utcnow())
+    assert not delivery.has_stray_events(session, older_than=utcnow())
 
 
 def test_a_run_takes_the_oldest_events_first_and_no_more_than_its_batch(session, tenant):
     endpoint(session, tenant.company_id)
     recorded = [event(session, tenant.company_id) for _ in range(5)]
 
-    taken, made = webhook_delivery.dispatch_pending(session, now=utcnow(), limit=3)
+    taken, made = delivery.dispatch_pending(session, now=utcnow(), limit=3)
     session.commit()
 
     assert taken == 3
@@ -140,7 +140,7 @@ def test_concurrent_dispatch_of_the_same_events_creates_each_delivery_once(app, 
         own = app.extensions["session_factory"]()
         barrier.wait()
         while True:  # runs in parallel, each taking small batches until none is left
-            taken, deliveries = webhook_delivery.dispatch_pending(own, now=utcnow(), limit=5)
+            taken, deliveries = delivery.dispatch_pending(own, now=utcnow(), limit=5)
             own.commit()
             made.extend(deliveries)
             if not taken:
@@ -169,19 +169,19 @@ def test_attempt_is_leased_and_signs_the_stored_bytes(session, tenant):
     assert attempt.number == 1 and attempt.refusal is None
     assert attempt.url == target.url and attempt.event_id == recorded.id
     assert attempt.body == recorded.payload.encode("utf-8") and "Иван".encode() in attempt.body
-    headers = webhook_delivery.attempt_headers(attempt, 1_700_000_000)
+    headers = delivery.attempt_headers(attempt, 1_700_000_000)
     assert headers["webhook-id"] == recorded.id and headers["webhook-signature"].startswith("v1,")
     # While the lease runs, a duplicate job (or the sweep) gets nothing.
     assert claim(session, company_id, delivery_id) is None
-    assert webhook_delivery.overdue_deliveries(session, due_before=utcnow(), limit=10) == []
+    assert delivery.overdue_deliveries(session, due_before=utcnow(), limit=10) == []
     # A lease that has run out (the worker died) is taken over: the next attempt.
-    later = claim(session, company_id, delivery_id, now=utcnow() + webhook_delivery.ATTEMPT_LEASE)
+    later = claim(session, company_id, delivery_id, now=utcnow() + delivery.ATTEMPT_LEASE)
     assert later.number == 2
     # The first attempt's outcome no longer changes anything.
     assert finish(session, attempt, ok()) is None
-    assert delivery(session, delivery_id).state == "PENDING"
+    assert stored_delivery(session, delivery_id).state == "PENDING"
     finish(session, later, ok(204))
-    row = delivery(session, delivery_id)
+    row = stored_delivery(session, delivery_id)
     assert (row.state, row.last_status) == ("DELIVERED", 204)
 
 
@@ -195,7 +195,7 @@ def test_failures_follow_the_schedule_then_die(session, tenant):
     for _ in range(len(DELAYS) + 1):
         attempt = claim(session, company_id, delivery_id, now=utcnow() + timedelta(minutes=5))
         waits.append(finish(session, attempt, ok(500), rand))
-        row = delivery(session, delivery_id)
+        row = stored_delivery(session, delivery_id)
 
     assert [w is not None and 0.9 <= w <= 1.1 for w in waits] == [True, True, False]
     assert (row.state, row.attempts, row.last_status) == ("DEAD", 3, 500)
@@ -210,14 +210,14 @@ def test_retry_after_is_honoured_up_to_a_day(session, tenant):
 
     busy = DeliveryOutcome(status=429, retry_after=120.0, error=None)
     assert finish(session, claim(session, company_id, delivery_id), busy) == 120.0
-    assert delivery(session, delivery_id).state == "RETRYING"
+    assert stored_delivery(session, delivery_id).state == "RETRYING"
     forever = DeliveryOutcome(status=503, retry_after=10.0 ** 9, error=None)
     attempt = claim(session, company_id, delivery_id, now=utcnow() + timedelta(minutes=3))
-    assert finish(session, attempt, forever) == webhook_delivery.RETRY_AFTER_CAP
+    assert finish(session, attempt, forever) == delivery.RETRY_AFTER_CAP
     # The schedule still ends it: Retry-After never adds attempts.
     last = claim(session, company_id, delivery_id, now=utcnow() + timedelta(days=2))
     assert finish(session, last, busy) is None
-    assert delivery(session, delivery_id).state == "DEAD"
+    assert stored_delivery(session, delivery_id).state == "DEAD"
 
 
 def test_gone_disables_the_endpoint_and_its_other_deliveries_die_unsent(session, tenant):
@@ -230,9 +230,9 @@ def test_gone_disables_the_endpoint_and_its_other_deliveries_die_unsent(session,
 
     session.expire_all()
     assert session.get(WebhookEndpoint, (tenant.company_id, target.id)).state == "DISABLED"
-    assert (delivery(session, d1).state, delivery(session, d1).attempts) == ("DEAD", 1)
+    assert (stored_delivery(session, d1).state, stored_delivery(session, d1).attempts) == ("DEAD", 1)
     assert claim(session, c2, d2) is None
-    row = delivery(session, d2)
+    row = stored_delivery(session, d2)
     assert (row.state, row.attempts) == ("DEAD", 0)
     assert row.last_error == "endpoint disabled, nothing sent"
 
@@ -241,7 +241,7 @@ def test_disallowed_host_is_refused_without_a_request(session, tenant):
     endpoint(session, tenant.company_id)
     event(session, tenant.company_id)
     [(company_id, delivery_id)] = dispatch(session)
-    assert webhooks.disallow_host(session, "HOOKS.example.com.")
+    assert endpoints.disallow_host(session, "HOOKS.example.com.")
     session.commit()
 
     attempt = claim(session, company_id, delivery_id)
@@ -254,7 +254,7 @@ def test_unreadable_secret_is_refused(session, tenant):
     event(session, tenant.company_id)
     [(company_id, delivery_id)] = dispatch(session)
     session.execute(update(WebhookEndpoint).where(WebhookEndpoint.id == target.id)
-                    .values(secret_encrypted=webhooks.encrypt_secret("old-pepper", "whsec_AAAA")))
+                    .values(secret_encrypted=endpoints.encrypt_secret("old-pepper", "whsec_AAAA")))
     session.commit()
 
     refusal = claim(session, company_id, delivery_id).refusal
@@ -273,18 +273,18 @@ def test_replay_revives_dead_deliveries_to_live_endpoints(session, tenant):
     disable(session, gone)
     session.commit()
 
-    letters = webhook_delivery.dead_letters(session)
+    letters = delivery.dead_letters(session)
     assert sorted(letter.url for letter in letters) == sorted([live.url, gone.url])
     assert {letter.event_id for letter in letters} == {recorded.id}
-    assert webhook_delivery.dead_letters(session, company_id="another-company") == []
+    assert delivery.dead_letters(session, company_id="another-company") == []
 
-    revived, skipped = webhook_delivery.replay_event(session, recorded.id, now=utcnow())
+    revived, skipped = delivery.replay_event(session, recorded.id, now=utcnow())
     session.commit()
 
     assert revived == [(tenant.company_id, rows[live.id].id)] and skipped == 1
-    row = delivery(session, rows[live.id].id)
+    row = stored_delivery(session, rows[live.id].id)
     assert (row.state, row.attempts, row.last_status) == ("PENDING", 0, None)
-    assert delivery(session, rows[gone.id].id).state == "DEAD"
+    assert stored_delivery(session, rows[gone.id].id).state == "DEAD"
     assert claim(session, tenant.company_id, rows[live.id].id).number == 1
 
 
@@ -292,7 +292,7 @@ def test_replay_of_an_event_without_dead_deliveries_is_not_found(session, tenant
     from app.services.errors import NotFound
 
     with pytest.raises(NotFound):
-        webhook_delivery.replay_event(session, "no-such-event", now=utcnow())
+        delivery.replay_event(session, "no-such-event", now=utcnow())
 
 
 # --- what the sweep picks up --------------------------------------------------------------------
@@ -301,18 +301,18 @@ def test_sweep_picks_only_stray_events_and_overdue_deliveries(session, tenant):
     endpoint(session, tenant.company_id)
     event(session, tenant.company_id)
     cutoff = utcnow() - timedelta(seconds=10)
-    assert not webhook_delivery.has_stray_events(session, older_than=cutoff)
+    assert not delivery.has_stray_events(session, older_than=cutoff)
     session.execute(update(OutboxEvent).values(created_at=utcnow() - timedelta(minutes=1)))
     session.commit()
-    assert webhook_delivery.has_stray_events(session, older_than=cutoff)
+    assert delivery.has_stray_events(session, older_than=cutoff)
 
     [(company_id, delivery_id)] = dispatch(session)
     a_minute_ago = utcnow() - timedelta(seconds=60)
-    assert webhook_delivery.overdue_deliveries(session, due_before=a_minute_ago, limit=10) == []
+    assert delivery.overdue_deliveries(session, due_before=a_minute_ago, limit=10) == []
     claim(session, company_id, delivery_id)  # then the worker dies: the lease runs out
     session.execute(update(WebhookDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
     session.commit()
-    assert webhook_delivery.overdue_deliveries(session, due_before=a_minute_ago,
+    assert delivery.overdue_deliveries(session, due_before=a_minute_ago,
                                                limit=10) == [(company_id, delivery_id)]
 
 
@@ -335,14 +335,14 @@ def test_sweep_task_without_redis_enqueues_nothing(app, session, tenant):
     ("пример.рф", "xn--e1afmkfd.xn--p1ai"),
 ])
 def test_hosts_are_normalised(given, stored):
-    assert webhooks.normalise_host(given) == stored
+    assert endpoints.normalise_host(given) == stored
 
 
 @pytest.mark.parametrize("given", ["https://hooks.example.com", "hooks.example.com:443",
                                    "hooks.example.com/path", "", "-bad.example.com", "a..b"])
 def test_not_a_host(given):
     with pytest.raises(ValueError):
-        webhooks.normalise_host(given)
+        endpoints.normalise_host(given)
 
 
 def test_operator_host_commands(app):

@@ -1,5 +1,5 @@
 """Holds of bonuses on a checkout session (CONTRACT §5, §6): place, release, and the upkeep
-that expires holds and sessions. Same concurrency rules as app/services/checkout.py: the
+that expires holds and sessions. Same concurrency rules as app/services/checkout/sales.py: the
 session's state moves by a conditional UPDATE (its row lock) before the account is locked.
 """
 from __future__ import annotations
@@ -10,13 +10,13 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.models.base import new_id
-from app.services import ledger
-from app.services.checkout import (ACTIVE, ATTEMPTS, END_HOLD, EXPIRE_HOLD, EXPIRED, HELD, HOLDS,
+from app.services.rewards import ledger
+from app.services.checkout.sales import (ACTIVE, ATTEMPTS, END_HOLD, EXPIRE_HOLD, EXPIRED, HELD, HOLDS,
                                    OPEN, SESSIONS, execute, expire_touched_hold, hold_has_expired,
                                    hold_resource, read_context, read_for_redemption, session_key)
-from app.services.checkout_resources import HoldResource
+from app.services.checkout.resources import HoldResource
 from app.services.errors import Conflict, InvalidField
-from app.services.events import record_event
+from app.services.webhooks.outbox import record_event
 from app.statements import defer
 
 SESSION_EXPIRED_REASON = "checkout session expired"

@@ -19,7 +19,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.models.gift_card import GiftCard, GiftCardLookupMisses
-from app.services import cards, keys
+from app.services.cards import identifiers
+from app.services.tenancy import keys
 from app.services.errors import NotFound, RateLimited
 
 log = logging.getLogger("app.gift_cards")
@@ -46,10 +47,10 @@ def issue_gift_cards(session: Session, company_id: str, *, amount: int, count: i
         raise ValueError("the expiry must be in the future")
     codes: set[str] = set()
     while len(codes) < count:
-        codes.add(cards.new_gift_code())
+        codes.add(identifiers.new_gift_code())
     issued = sorted(codes)
     session.add_all(GiftCard(company_id=company_id, code_digest=code_digest(pepper, code),
-                             last4=code[-cards.GIFT_CODE_VISIBLE:], initial_amount=amount,
+                             last4=code[-identifiers.GIFT_CODE_VISIBLE:], initial_amount=amount,
                              balance=amount, state="ACTIVE", expires_at=expires_at, created_at=now)
                     for code in issued)
     session.flush()
@@ -64,7 +65,7 @@ def state_at(card: GiftCard, now: datetime) -> str:
 
 
 def masked_code(card: GiftCard) -> str:
-    return "*" * (cards.GIFT_CODE_LENGTH - cards.GIFT_CODE_VISIBLE) + card.last4
+    return "*" * (identifiers.GIFT_CODE_LENGTH - identifiers.GIFT_CODE_VISIBLE) + card.last4
 
 
 class MissCounter(Protocol):
@@ -88,7 +89,7 @@ def find_gift_card(session: Session, company_id: str, credential_id: str, text: 
     wait = misses.blocked_for(session, company_id, credential_id, now)
     if wait:
         raise RateLimited("too many unknown gift-card codes; try again later", wait)
-    code = cards.normalise_gift_code(text)
+    code = identifiers.normalise_gift_code(text)
     card = None
     if code is not None:
         card = session.scalar(_BY_DIGEST, {"company_id": company_id,

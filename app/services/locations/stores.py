@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Cashier, Store, Terminal
 from app.models.base import new_id
-from app.services import companies
+from app.services.tenancy import companies
 from app.services.errors import Conflict, NotFound
 
 MINIAPP = "MINIAPP"

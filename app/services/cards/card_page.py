@@ -10,8 +10,9 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.models import Company, Customer, RewardAccount, Store
-from app.services import ledger, wallet_pass
-from app.services.cards import CARD_TOKEN_BYTES
+from app.services.rewards import ledger
+from app.services.cards import wallet_pass
+from app.services.cards.identifiers import CARD_TOKEN_BYTES
 from app.services.errors import NotFound
 from app.services.money import format_amount
 

@@ -18,11 +18,12 @@ from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, Program, Return
 from app.models.base import new_id
-from app.services import ledger, pricing
-from app.services.checkout import SALE_LINES, SALES, execute, lines_of_sale
-from app.services.checkout_resources import Balance, ReturnLineResource, ReturnResource
+from app.services.rewards import ledger
+from app.services.checkout import pricing
+from app.services.checkout.sales import SALE_LINES, SALES, execute, lines_of_sale
+from app.services.checkout.resources import Balance, ReturnLineResource, ReturnResource
 from app.services.errors import Conflict, InvalidField, NotFound
-from app.services.events import record_event
+from app.services.webhooks.outbox import record_event
 from app.statements import defer
 
 PARTIALLY_RETURNED, RETURNED = "PARTIALLY_RETURNED", "RETURNED"

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.models import OtpChallenge
 from app.services.errors import Conflict, NotFound, RateLimited
-from app.services.events import record_event
+from app.services.webhooks.outbox import record_event
 
 PURPOSES = ("ENROLLMENT",)
 CODE_DIGITS = 6

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.models import OutboxEvent
 from app.models.base import new_id
-from app.services.sealing import seal, unseal
+from app.services.webhooks.sealing import seal, unseal
 from app.statements import defer
 
 EVENT_TYPES = (

@@ -1,5 +1,5 @@
 """A customer's reward account as callers see it: balances, manual adjustments and the
-ledger's history. Every balance change goes through `app.services.ledger`."""
+ledger's history. Every balance change goes through `app.services.rewards.ledger`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +9,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, RewardAccount
-from app.services import ledger
+from app.services.rewards import ledger
 from app.services.errors import InvalidField, NotFound
 
 # Balances are kept in a signed 64-bit column.

@@ -14,7 +14,7 @@ from sqlalchemy import delete, exists, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.models import IdempotencyRecord, OutboxEvent, WebhookDelivery
-from app.services.webhook_delivery import DEAD, DELIVERED
+from app.services.webhooks.delivery import DEAD, DELIVERED
 
 BATCH = 1000
 

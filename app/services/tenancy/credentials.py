@@ -9,10 +9,10 @@ from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.models import ApiCredential, Terminal
-from app.services import keys
+from app.services.tenancy import keys
 from app.services.errors import Forbidden, NotFound
-from app.services.locations import RegisterTerminal
-from app.services.scopes import ALL_SCOPES
+from app.services.locations.stores import RegisterTerminal
+from app.services.tenancy.scopes import ALL_SCOPES
 from app.statements import run
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)

@@ -1,5 +1,5 @@
 """Webhook targets: the operator's host allow-list, a tenant's endpoints and their signing
-secrets (kept encrypted, since signing needs them). Deliveries: app.services.webhook_delivery."""
+secrets (kept encrypted, since signing needs them). Deliveries: app.services.webhooks.delivery."""
 from __future__ import annotations
 
 import ipaddress
@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session
 
 from app.models import AllowedWebhookHost, WebhookEndpoint
 from app.services.errors import InvalidField, NotFound
-from app.services.sealing import seal, unseal
-from app.services.webhook_signing import new_endpoint_secret
-from app.services.webhook_transport import is_public_address
+from app.services.webhooks.sealing import seal, unseal
+from app.services.webhooks.signing import new_endpoint_secret
+from app.services.webhooks.transport import is_public_address
 
 ALL_EVENTS = "*"
 ACTIVE, DISABLED, DELETED = "ACTIVE", "DISABLED", "DELETED"

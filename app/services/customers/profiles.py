@@ -10,9 +10,12 @@ from sqlalchemy.orm import Session
 
 from app.models import Customer, CustomerName, RewardAccount
 from app.models.base import new_id
-from app.services import cards, companies, ledger, otp, phones
+from app.services.cards import identifiers
+from app.services.tenancy import companies
+from app.services.rewards import ledger
+from app.services.customers import otp, phones
 from app.services.errors import Conflict, NotFound
-from app.services.rewards import LARGEST_BALANCE, Balance, fresh
+from app.services.rewards.accounts import LARGEST_BALANCE, Balance, fresh
 
 CARD_NUMBER_TRIES = 5
 # A name page walked in enrolment order reads at most this many customers per match before the
@@ -63,7 +66,7 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
     for attempt in range(1, CARD_NUMBER_TRIES + 1):
         customer = Customer(company_id=company_id, id=new_id(), phone=phone, first_name=first_name,
                             last_name=last_name, birth_date=birth_date, email=email,
-                            card_number=cards.new_card_number(), card_token=cards.new_card_token(),
+                            card_number=identifiers.new_card_number(), card_token=identifiers.new_card_token(),
                             created_at=now)
         try:
             # A savepoint: a clash on the phone (a concurrent enrolment) or on the card number

@@ -1,5 +1,5 @@
 """A receipt at the register (CONTRACT §4–§6): checkout sessions, quotes, commit, sale lookup.
-Holds and their release and expiry are in app/services/holds.py.
+Holds and their release and expiry are in app/services/checkout/holds.py.
 
 This is the register's path, so every statement is built once (SQLAlchemy caches its
 compilation) and an operation reads everything it needs in one query. Concurrency: an
@@ -21,11 +21,13 @@ from sqlalchemy.orm import Session
 from app.models import (Cashier, CatalogItem, CheckoutSession, Customer, Hold, Program, Quote,
                         RewardAccount, Sale, SaleLine, Store, Subscription, Terminal)
 from app.models.base import new_id
-from app.services import ledger, locations, pricing, receipts
-from app.services.checkout_resources import (CheckoutSessionResource, HoldResource, QuoteResource,
+from app.services.rewards import ledger
+from app.services.locations import stores
+from app.services.checkout import pricing, receipts
+from app.services.checkout.resources import (CheckoutSessionResource, HoldResource, QuoteResource,
                                              SaleLineResource, SaleResource)
 from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
-from app.services.events import record_event
+from app.services.webhooks.outbox import record_event
 from app.statements import defer, run
 
 OPEN, HELD, COMMITTED, EXPIRED = "OPEN", "HELD", "COMMITTED", "EXPIRED"
@@ -214,7 +216,7 @@ def expire_touched_hold(session: Session, company_id: str, session_id: str,
 
 def create_session(session: Session, company_id: str, *, external_receipt_id: str,
                    customer_id: str, now: datetime, ttl_seconds: int,
-                   pos_terminal: locations.RegisterTerminal | None = None, terminal_id: str | None = None,
+                   pos_terminal: stores.RegisterTerminal | None = None, terminal_id: str | None = None,
                    store_id: str | None = None,
                    cashier: dict | None = None) -> CheckoutSessionResource:
     """One receipt of the register for one customer. The terminal comes from the register's
@@ -243,7 +245,7 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
                        code="receipt_already_committed")
     cashier_id = found.cashier_id
     if cashier is not None and (cashier_id is None or found.cashier_name != cashier["name"]):
-        cashier_id = locations.upsert_cashier(session, company_id, cashier["external_id"],
+        cashier_id = stores.upsert_cashier(session, company_id, cashier["external_id"],
                                               cashier["name"], now).id  # new, or renamed
     row = CheckoutSessionResource(
         id=new_id(), external_receipt_id=external_receipt_id, customer_id=customer_id,

@@ -1,0 +1,1 @@
+"""Loyalty cards, their page and Wallet pass, and gift cards."""

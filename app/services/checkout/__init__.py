@@ -1,0 +1,1 @@
+"""The register's path: checkout sessions, quotes, holds, sales and returns."""

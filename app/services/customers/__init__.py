@@ -1,0 +1,1 @@
+"""Customers: enrolment, the directory, phones and one-time codes."""

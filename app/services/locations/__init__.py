@@ -1,0 +1,1 @@
+"""Stores, terminals, cashiers and each store's catalog."""

@@ -1,0 +1,1 @@
+"""What the operator watches and what the service stops keeping."""

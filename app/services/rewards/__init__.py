@@ -1,0 +1,1 @@
+"""Reward accounts and the ledger that changes them."""

@@ -1,0 +1,1 @@
+"""Companies, their API keys and scopes, and the demo company."""

@@ -1,0 +1,1 @@
+"""Events: the outbox, webhook endpoints, and delivering to them."""
