@@ -35,7 +35,7 @@ from app.config import Settings, normalise_database_url  # noqa: E402
 from app.db import utcnow  # noqa: E402
 from app.services.tenancy import companies  # noqa: E402
 from app.services.customers import profiles  # noqa: E402
-from app.services.rewards import ledger  # noqa: E402
+from app.services.rewards import ledger  , verification# noqa: E402
 from app.services.cards.identifiers import ean13_check_digit  # noqa: E402
 from harness import PEPPER, bench_database, closed_loop, flask_command, gunicorn  # noqa: E402
 
@@ -227,7 +227,7 @@ def measure(database_url: str, company_id: str, phones: list[str], samples: int,
     run("minimumAvailable 4000.00", page(lambda i: {"minimum_available": 400_000}), samples // 10)
     session.rollback()
     started = time.perf_counter()
-    differences = ledger.verify(session, company_id)
+    differences = verification.verify(session, company_id)
     print(f"ledger verify of {len(phones):,} accounts: {time.perf_counter() - started:.1f} s, "
           f"{len(differences)} differences")
     session.close()

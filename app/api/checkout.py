@@ -16,7 +16,7 @@ from app.api.checkout_schemas import (CheckoutSessionResponse, CommitSaleRequest
                                       CreateQuoteRequest, HoldResponse, QuoteResponse,
                                       ReleaseHoldRequest, SaleResponse)
 from app.db import request_session, utcnow
-from app.services.checkout import holds, sales
+from app.services.checkout import holds, quotes, sales, sessions
 
 blp = Blueprint("checkout", __name__, url_prefix="/v1", description="Checkout at the register")
 CHECKOUT = {"scope": "checkout:write", "idempotency": (8, 100)}
@@ -37,7 +37,7 @@ class CheckoutSessions(MethodView):
     @blp.response(201, CheckoutSessionResponse)
     def post(self, body):
         """Open a checkout session: one receipt of the register, one customer."""
-        return sent(sales.create_session(
+        return sent(sessions.create_session(
             request_session(), g.company_id, now=utcnow(), pos_terminal=g.get("terminal"),
             ttl_seconds=current_app.config["SETTINGS"].session_ttl, **body), 201)
 
@@ -50,7 +50,7 @@ class Quote(MethodView):
     def post(self, body, checkout_session_id):
         """Price the receipt: per line what bonuses may pay and what it earns; a restricted
         redemption says why and never blocks the sale."""
-        return sent(sales.quote_receipt(request_session(), g.company_id, checkout_session_id,
+        return sent(quotes.quote_receipt(request_session(), g.company_id, checkout_session_id,
                                            lines=body["lines"], redeem_amount=body["redeem_amount"],
                                            now=utcnow()), 201)
 

@@ -5,7 +5,7 @@ import click
 from flask.cli import AppGroup
 
 from app.cli.session import operator_session
-from app.services.rewards import ledger
+from app.services.rewards import verification
 
 ledger_cli = AppGroup("ledger", help="The reward ledger.")
 
@@ -16,8 +16,8 @@ def ledger_verify(company_id):
     """Recompute every account (of one company, if given) from its entries and holds; print
     each difference; exit 1 when there is any."""
     with operator_session() as session:
-        differences = ledger.verify(session, company_id)
-        checked = ledger.count_accounts(session, company_id)
+        differences = verification.verify(session, company_id)
+        checked = verification.count_accounts(session, company_id)
     for difference in differences:
         click.echo(str(difference))
     click.echo(f"{len(differences)} differences in {checked} accounts")

@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 
 from app.db import utcnow
 from app.models import LedgerEntry, OutboxEvent, RewardAccount
-from app.services.rewards import ledger
+from app.services.rewards import verification
 from tests.api.test_customers import _pending_accrual, enrol
 
 
@@ -157,7 +157,7 @@ def test_the_account_matures_due_accruals_on_first_touch(client, tenant, custome
     _pending_accrual(app, tenant.company_id, customer["id"], 1000, matured=True)  # both now due
     body = account(client, tenant, customer["id"])
     assert (body["available"], body["pending"]) == ("22.34", "0.00")
-    assert ledger.verify(db) == []
+    assert verification.verify(db) == []
 
 
 def test_activities_list_the_ledger_newest_first(client, tenant, customer, app, db):
@@ -219,4 +219,4 @@ def test_the_stored_account_agrees_with_the_ledger_after_adjustments(client, ten
         assert adjust(client, tenant, customer["id"], amount).status_code == 201
     stored = db.scalar(select(RewardAccount).where(RewardAccount.customer_id == customer["id"]))
     assert stored.available == 0
-    assert ledger.verify(db) == []
+    assert verification.verify(db) == []

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import select
 
 from app.models import LedgerEntry
-from app.services.rewards import ledger
+from app.services.rewards import verification
 from tests.api.test_customers import enrol
 
 from tests.concurrency import raising, run_together
@@ -43,4 +43,4 @@ def test_twenty_simultaneous_debits_never_take_more_than_the_account_had(app, cl
     assert account.get_json()["available"] == "2.00"
     debits = db.scalars(select(LedgerEntry.amount).where(LedgerEntry.amount < 0)).all()
     assert len(debits) == 14 and sum(debits) == -9800
-    assert ledger.verify(db) == []
+    assert verification.verify(db) == []

@@ -15,7 +15,7 @@ from app.services.cards import identifiers
 from app.services.tenancy import companies
 from app.services.customers import profiles
 from app.services.checkout import holds
-from app.services.rewards import ledger
+from app.services.rewards import ledger, verification
 from app.services.money import format_amount, parse_amount
 
 
@@ -145,7 +145,7 @@ class Shop:
         return results
 
     def verify(self) -> list:
-        return self.arrange(lambda s: [str(d) for d in ledger.verify(s)])
+        return self.arrange(lambda s: [str(d) for d in verification.verify(s)])
 
 
 def _seconds(n: int):

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.db import utcnow
-from app.services.checkout import holds, returns, sales
+from app.services.checkout import holds, quotes, returns, sales, sessions
 from app.services.money import format_amount, parse_amount
 from app.services.errors import Conflict
 
@@ -56,10 +56,10 @@ def test_quote_properties(shop_with_catalog, drawn, balance, cap):
     shop = shop_with_catalog
     customer = shop.customer(format_amount(balance))
     now = utcnow()
-    session = _run(shop, lambda s: sales.create_session(
+    session = _run(shop, lambda s: sessions.create_session(
         s, shop.tenant.company_id, external_receipt_id="R", customer_id=customer, now=now,
         ttl_seconds=86400, store_id=shop.store_id))
-    quote = _run(shop, lambda s: sales.quote_receipt(
+    quote = _run(shop, lambda s: quotes.quote_receipt(
         s, shop.tenant.company_id, session.id, lines=_lines(drawn), redeem_amount=cap, now=now))
 
     assert sum(line.discount for line in quote.lines) == quote.discount
@@ -91,11 +91,11 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
     shop.program(clawback_policy=policy, accrual_delay_days=delay)
     customer = shop.customer(format_amount(balance))
     now = utcnow()
-    session = _run(shop, lambda s: sales.create_session(
+    session = _run(shop, lambda s: sessions.create_session(
         s, company, external_receipt_id=f"R-{customer}", customer_id=customer, now=now,
         ttl_seconds=86400, store_id=shop.store_id))
     lines = _lines(drawn)
-    quote = _run(shop, lambda s: sales.quote_receipt(
+    quote = _run(shop, lambda s: quotes.quote_receipt(
         s, company, session.id, lines=lines, redeem_amount=None, now=now))
     held = 0
     if quote.discount and data.draw(st.booleans(), "hold"):

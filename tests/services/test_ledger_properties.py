@@ -12,7 +12,7 @@ from sqlalchemy import update
 from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.customers import profiles
-from app.services.rewards import accounts, ledger
+from app.services.rewards import accounts, ledger, verification
 from app.services.errors import Conflict
 
 amounts = st.integers(min_value=1, max_value=100_000)
@@ -72,7 +72,7 @@ def test_any_sequence_leaves_the_ledger_consistent(app, tenant, steps):
             session.commit()
         account = accounts.get_account(session, company_id, customer_id, utcnow())
         assert (account.available, account.pending, account.reserved) == (available, pending, 0)
-        assert ledger.verify(session, company_id) == []
+        assert verification.verify(session, company_id) == []
     finally:
         session.rollback()
         session.close()

@@ -8,7 +8,7 @@ from sqlalchemy import func, select, update
 from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.customers import profiles
-from app.services.rewards import accounts, ledger
+from app.services.rewards import accounts, ledger, verification
 from worker.periodic import TASKS, mature_rewards, run_periodic_tasks
 
 
@@ -69,7 +69,7 @@ def test_verify_counts_active_holds_as_reserved(app, tenant, db):
     ledger.reserve(account, 400, utcnow())  # a reservation without its hold row
     session.commit()
     session.close()
-    differences = {(d.field, d.stored, d.computed) for d in ledger.verify(db)}
+    differences = {(d.field, d.stored, d.computed) for d in verification.verify(db)}
     assert differences == {("reserved", 400, 0), ("available", 600, 1000)}
 
 
@@ -90,7 +90,7 @@ def test_the_periodic_task_matures_due_accruals(app, tenant, db):
     assert (stored[later].available, stored[later].pending) == (0, 700)
     statuses = sorted((e.amount, e.status) for e in db.scalars(select(LedgerEntry)))
     assert statuses == [(300, "PENDING"), (500, "ACTIVE"), (700, "PENDING")]
-    assert ledger.verify(db) == []
+    assert verification.verify(db) == []
 
     # Nothing more is due: the next run has nothing to do.
     assert run_periodic_tasks(app, now=utcnow() + timedelta(days=2))["mature rewards"] == 0
@@ -119,4 +119,4 @@ def test_maturing_commits_a_small_batch_of_accounts_at_a_time(app, tenant, db):
     # Each batch commits on its own: no transaction holds more than MATURE_BATCH accounts.
     assert matured_by_commit == [MATURE_BATCH, 2 * MATURE_BATCH, count]
     assert {a.available for a in db.scalars(select(RewardAccount))} == {100}
-    assert ledger.verify(db) == []
+    assert verification.verify(db) == []

@@ -1,5 +1,5 @@
 """Holds of bonuses on a checkout session (CONTRACT §5, §6): place, release, and the upkeep
-that expires holds and sessions. Same concurrency rules as app/services/checkout/sales.py: the
+that expires holds and sessions. Same concurrency rules as app/services/checkout/sessions.py: the
 session's state moves by a conditional UPDATE (its row lock) before the account is locked.
 """
 from __future__ import annotations
@@ -10,14 +10,15 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.models.base import new_id
-from app.services.rewards import ledger
-from app.services.checkout.sales import (ACTIVE, ATTEMPTS, END_HOLD, EXPIRE_HOLD, EXPIRED, HELD, HOLDS,
-                                   OPEN, SESSIONS, execute, expire_touched_hold, hold_has_expired,
-                                   hold_resource, read_context, read_for_redemption, session_key)
 from app.services.checkout.resources import HoldResource
+from app.services.checkout.sessions import (ATTEMPTS, hold_has_expired, read_context,
+                                            read_for_redemption)
+from app.services.checkout.statements import (ACTIVE, END_HOLD, EXPIRE_HOLD, EXPIRED, HELD, HOLDS,
+                                              OPEN, SESSIONS, session_key)
 from app.services.errors import Conflict, InvalidField
+from app.services.rewards import ledger
 from app.services.webhooks.outbox import record_event
-from app.statements import defer
+from app.statements import defer, run
 
 SESSION_EXPIRED_REASON = "checkout session expired"
 
@@ -46,6 +47,26 @@ def _key(company_id: str, session_id: str, **more) -> dict:
     return {"company": company_id, "session_id": session_id, **more}
 
 
+def hold_resource(row) -> HoldResource:
+    return HoldResource(row.id, row.checkout_session_id, row.customer_id, row.amount, row.state,
+                        row.expires_at, row.created_at, row.released_at)
+
+
+def expire_touched_hold(session: Session, company_id: str, session_id: str,
+                        account: ledger.LockedAccount, now: datetime) -> HoldResource:
+    """Release the session's expired hold found on first touch. The caller has moved the
+    session's state (so holds its row lock) and locked the account."""
+    row = run(session, EXPIRE_HOLD, {"company": company_id, "session_id": session_id,
+                                          "now": now}).first()
+    if row is None:  # the hold read as expired was replaced meanwhile
+        raise Conflict("the session already has an active hold", code="hold_already_active")
+    ledger.unreserve(account, row.amount, now)
+    hold = hold_resource(row)
+    record_event(session, company_id, "checkout.hold.expired", hold.as_json())
+    return hold
+
+
+
 def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: str,
                amount: int | None, now: datetime) -> HoldResource:
     """Move bonuses from available to reserved for the session's latest quote, under the
@@ -65,7 +86,7 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
         if not 0 < held <= ctx.quote_discount:
             raise InvalidField(["body", "amount"], "must be more than 0 and at most the quote's "
                                "discount", "value_error")
-        if execute(session, _HELD, _key(company_id, session_id, seen=ctx.state,
+        if run(session, _HELD, _key(company_id, session_id, seen=ctx.state,
                                         quote_id=quote_id)).rowcount:
             break
     else:
@@ -91,7 +112,7 @@ def _end_hold(session: Session, company_id: str, session_id: str, customer_id: s
               reason: str | None, now: datetime) -> HoldResource | None:
     """End the session's active hold (EXPIRED when its time is up, else RELEASED) and give
     its bonuses back. The caller holds the session's row lock."""
-    row = execute(session, END_HOLD, _key(company_id, session_id, now=now, reason=reason)).first()
+    row = run(session, END_HOLD, _key(company_id, session_id, now=now, reason=reason)).first()
     if row is None:
         return None
     account = ledger.lock(session, company_id, customer_id, now)
@@ -112,7 +133,7 @@ def release_hold(session: Session, company_id: str, session_id: str, *, reason: 
         ctx = read_context(session, company_id, session_id)
         if ctx.state != HELD:
             raise Conflict(f"a release needs a HELD session; this one is {ctx.state}")
-        if execute(session, _OPENED, _key(company_id, session_id)).rowcount:
+        if run(session, _OPENED, _key(company_id, session_id)).rowcount:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
@@ -126,14 +147,14 @@ def release_hold(session: Session, company_id: str, session_id: str, *, reason: 
 def expire_holds(session: Session, now: datetime, limit: int = 200) -> int:
     """Periodic: release holds whose time is up (emits checkout.hold.expired)."""
     expired = 0
-    for company_id, session_id in execute(session, _HOLDS_DUE, {"now": now, "limit": limit}).all():
-        locked = execute(session, _LOCK_SESSION, _key(company_id, session_id)).first()
+    for company_id, session_id in run(session, _HOLDS_DUE, {"now": now, "limit": limit}).all():
+        locked = run(session, _LOCK_SESSION, _key(company_id, session_id)).first()
         if locked is None or locked.state != HELD:
             continue
-        row = execute(session, EXPIRE_HOLD, _key(company_id, session_id, now=now)).first()
+        row = run(session, EXPIRE_HOLD, _key(company_id, session_id, now=now)).first()
         if row is None:
             continue  # captured or released meanwhile
-        execute(session, _OPENED, _key(company_id, session_id))
+        run(session, _OPENED, _key(company_id, session_id))
         account = ledger.lock(session, company_id, locked.customer_id, now)
         ledger.unreserve(account, row.amount, now)
         ledger.save(session, account)  # before the next lock reads a shared account
@@ -146,15 +167,15 @@ def expire_holds(session: Session, now: datetime, limit: int = 200) -> int:
 def expire_sessions(session: Session, now: datetime, limit: int = 200) -> int:
     """Periodic: sessions left uncommitted past SESSION_TTL become EXPIRED, releasing their hold."""
     count = 0
-    due = execute(session, _SESSIONS_DUE, {"now": now, "limit": limit}).all()
+    due = run(session, _SESSIONS_DUE, {"now": now, "limit": limit}).all()
     for company_id, session_id in due:
-        locked = execute(session, _LOCK_SESSION, _key(company_id, session_id)).first()
+        locked = run(session, _LOCK_SESSION, _key(company_id, session_id)).first()
         if locked is None or locked.state not in (OPEN, HELD) or locked.expires_at > now:
             continue
         if locked.state == HELD:
             _end_hold(session, company_id, session_id, locked.customer_id,
                       SESSION_EXPIRED_REASON, now)
-        execute(session, _EXPIRED, _key(company_id, session_id))
+        run(session, _EXPIRED, _key(company_id, session_id))
         count += 1
     session.flush()
     return count

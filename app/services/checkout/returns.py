@@ -20,11 +20,12 @@ from app.models import LedgerEntry, Program, Return
 from app.models.base import new_id
 from app.services.rewards import ledger
 from app.services.checkout import pricing
-from app.services.checkout.sales import SALE_LINES, SALES, execute, lines_of_sale
+from app.services.checkout.sales import lines_of_sale
+from app.services.checkout.statements import SALE_LINES, SALES
 from app.services.checkout.resources import Balance, ReturnLineResource, ReturnResource
 from app.services.errors import Conflict, InvalidField, NotFound
 from app.services.webhooks.outbox import record_event
-from app.statements import defer
+from app.statements import defer, run
 
 PARTIALLY_RETURNED, RETURNED = "PARTIALLY_RETURNED", "RETURNED"
 
@@ -74,7 +75,7 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
                  now: datetime) -> ReturnResource:
     """Return `lines` ({line_id, quantity in thousandths}) of a sale; cumulative returns never
     go beyond what was sold (409 return_exceeds_sale)."""
-    sale = execute(session, _LOCKED_SALE, {"company": company_id, "sale_id": sale_id}).first()
+    sale = run(session, _LOCKED_SALE, {"company": company_id, "sale_id": sale_id}).first()
     if sale is None:
         raise NotFound("sale")
     all_lines = lines_of_sale(session, company_id, sale_id)
@@ -100,7 +101,7 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
     pending_left = 0
     if reversing and sale.accrual_available_at > now:
         # int(): PostgreSQL sums bigint as numeric.
-        pending_left = int(execute(session, _PENDING_OF_SALE, {
+        pending_left = int(run(session, _PENDING_OF_SALE, {
             "company": company_id, "customer_id": sale.customer_id, "sale_id": sale_id}).scalar())
     taken = pricing.clawback(sale.clawback_policy, reversing, pending_left, account.available)
     if taken.from_pending:

@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, case, event, func, insert, or_, select, update
+from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from app.models import Hold, LedgerEntry, RewardAccount
+from app.models import LedgerEntry, RewardAccount
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
 from app.statements import defer, run
@@ -219,61 +219,3 @@ def due_amounts(session: Session, company_id: str, customer_ids: list[str], now:
                LedgerEntry.status == "PENDING", LedgerEntry.available_at <= now)
         .group_by(LedgerEntry.customer_id))
     return {customer_id: int(total) for customer_id, total in rows}
-
-
-@dataclass(frozen=True)
-class Difference:
-    company_id: str
-    customer_id: str
-    field: str
-    stored: int
-    computed: int
-
-    def __str__(self) -> str:
-        return (f"{self.company_id} {self.customer_id} {self.field}: stored {self.stored}, "
-                f"computed {self.computed}")
-
-
-def verify(session: Session, company_id: str | None = None) -> list[Difference]:
-    """Recompute every account from its entries and holds; list what disagrees. One
-    set-based query, so it runs in the database even over millions of accounts."""
-    entries = select(
-        LedgerEntry.company_id, LedgerEntry.customer_id,
-        func.sum(case((LedgerEntry.status == "ACTIVE", LedgerEntry.amount), else_=0)).label("active"),
-        func.sum(case((LedgerEntry.status == "PENDING", LedgerEntry.amount), else_=0)).label("pending"),
-    ).group_by(LedgerEntry.company_id, LedgerEntry.customer_id)
-    holds = (select(Hold.company_id, Hold.customer_id, func.sum(Hold.amount).label("reserved"))
-             .where(Hold.state == "ACTIVE").group_by(Hold.company_id, Hold.customer_id))
-    accounts = select(RewardAccount)
-    if company_id is not None:
-        entries = entries.where(LedgerEntry.company_id == company_id)
-        holds = holds.where(Hold.company_id == company_id)
-        accounts = accounts.where(RewardAccount.company_id == company_id)
-    entries, holds, accounts = entries.subquery(), holds.subquery(), accounts.subquery()
-
-    def joined(sums):
-        return and_(sums.c.company_id == accounts.c.company_id, sums.c.customer_id == accounts.c.customer_id)
-
-    reserved = func.coalesce(holds.c.reserved, 0)
-    computed = {"reserved": reserved, "pending": func.coalesce(entries.c.pending, 0),
-                "available": func.coalesce(entries.c.active, 0) - reserved}
-    rows = session.execute(
-        select(accounts.c.company_id, accounts.c.customer_id,
-               *(accounts.c[name] for name in computed), *computed.values())
-        .outerjoin(entries, joined(entries)).outerjoin(holds, joined(holds))
-        .where(or_(*(accounts.c[name] != value for name, value in computed.items())))
-        .order_by(accounts.c.company_id, accounts.c.customer_id))
-    differences = []
-    for company, customer, *values in rows:
-        stored, expected = values[:len(computed)], values[len(computed):]
-        for column, was, should in zip(computed, stored, expected):
-            if was != should:
-                differences.append(Difference(company, customer, column, int(was), int(should)))
-    return differences
-
-
-def count_accounts(session: Session, company_id: str | None = None) -> int:
-    query = select(func.count()).select_from(RewardAccount)
-    if company_id is not None:
-        query = query.where(RewardAccount.company_id == company_id)
-    return session.scalar(query) or 0

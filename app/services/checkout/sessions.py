@@ -1,0 +1,107 @@
+"""Checkout sessions (CONTRACT §4, §5): opening one, and reading one with everything an
+operation on it needs.
+
+Concurrency: an operation reads without locking, then moves the session's state with a
+conditional UPDATE (`WHERE state = <what it read>`), which takes the session's row lock and
+re-checks the state against the latest committed row; if another operation got there first
+the read is retried (ATTEMPTS).
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from app.models import Subscription
+from app.models.base import new_id
+from app.services.checkout.resources import CheckoutSessionResource
+from app.services.checkout.statements import (ACTIVE, CONTEXT, CREATION_CONTEXT, HELD,
+                                              INSERT_SESSION, OPEN)
+from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
+from app.services.locations import stores
+from app.statements import defer, run
+
+# A conditional update that finds the state moved re-reads; more than this is a storm.
+ATTEMPTS = 3
+
+
+# Reading a session
+
+def read_context(session: Session, company_id: str, session_id: str, quote_id: str | None = None):
+    ctx = run(session, CONTEXT, {"company": company_id, "session_id": session_id,
+                                      "quote_id": quote_id}).first()
+    if ctx is None:
+        raise NotFound("checkout session")
+    return ctx
+
+
+def read_for_redemption(session: Session, company_id: str, session_id: str, quote_id: str,
+                        now: datetime):
+    """The context of a hold or a commit: the quote must be the session's, and neither runs
+    while the subscription is stopped."""
+    ctx = read_context(session, company_id, session_id, quote_id)
+    if ctx.quote_id is None:
+        raise NotFound("quote")
+    if is_stopped(ctx, now):
+        raise Forbidden("the subscription is stopped", code="subscription_inactive")
+    check_not_expired(ctx, now)
+    return ctx
+
+
+def is_stopped(ctx, now: datetime) -> bool:
+    return Subscription.is_stopped(ctx, now)  # the same rule, on the context row
+
+
+def check_not_expired(ctx, now: datetime) -> None:
+    if ctx.state in (OPEN, HELD) and ctx.expires_at <= now:
+        raise Conflict("the checkout session has expired; open a new one")
+
+
+def hold_has_expired(ctx, now: datetime) -> bool:
+    """The session is HELD by a hold whose time is up: the first touch releases it."""
+    return ctx.state == HELD and ctx.hold_expires_at is not None and ctx.hold_expires_at <= now
+
+
+# Sessions
+
+def create_session(session: Session, company_id: str, *, external_receipt_id: str,
+                   customer_id: str, now: datetime, ttl_seconds: int,
+                   pos_terminal: stores.RegisterTerminal | None = None, terminal_id: str | None = None,
+                   store_id: str | None = None,
+                   cashier: dict | None = None) -> CheckoutSessionResource:
+    """One receipt of the register for one customer. The terminal comes from the register's
+    pos key or `terminalId`; the store is the terminal's, else `storeId`, else none."""
+    if pos_terminal is not None and terminal_id is not None and terminal_id != pos_terminal.id:
+        raise InvalidField(["body", "terminalId"],
+                           "differs from the terminal named by X-Loyalty-Pos-Key", "value_error")
+    found = run(session, CREATION_CONTEXT, {
+        "company": company_id, "customer_id": customer_id, "receipt_id": external_receipt_id,
+        "terminal_id": None if pos_terminal else terminal_id, "store_id": store_id,
+        "cashier_external_id": cashier["external_id"] if cashier else None}).one()
+    if pos_terminal is not None:
+        terminal_id, store_id = pos_terminal.id, pos_terminal.store_id
+    elif terminal_id is not None:
+        if found.terminal_state is None:
+            raise NotFound("terminal")
+        if found.terminal_state != ACTIVE:
+            raise Forbidden("the terminal is not active", code="terminal_inactive")
+        store_id = found.terminal_store_id
+    elif store_id is not None and found.store_id is None:
+        raise NotFound("store")
+    if found.customer_id is None:
+        raise NotFound("customer")
+    if found.sale_id is not None:
+        raise Conflict("this receipt already has a committed sale",
+                       code="receipt_already_committed")
+    cashier_id = found.cashier_id
+    if cashier is not None and (cashier_id is None or found.cashier_name != cashier["name"]):
+        cashier_id = stores.upsert_cashier(session, company_id, cashier["external_id"],
+                                              cashier["name"], now).id  # new, or renamed
+    row = CheckoutSessionResource(
+        id=new_id(), external_receipt_id=external_receipt_id, customer_id=customer_id,
+        terminal_id=terminal_id, store_id=store_id, cashier_id=cashier_id, state=OPEN,
+        expires_at=now + timedelta(seconds=ttl_seconds), created_at=now)
+    defer(session, INSERT_SESSION, {**row.__dict__, "company_id": company_id,
+                                     "latest_quote_id": None})
+    return row
+
