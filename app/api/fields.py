@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import marshmallow as ma
 
-from app.services import money
+from app.services import wire
 
 
 # Prices and receipt amounts: 100 billion roubles keeps every sum of a receipt, and every
@@ -26,19 +26,19 @@ class Amount(ma.fields.Field):
         super().__init__(metadata=metadata, **kwargs)
 
     def _serialize(self, value, attr, obj, **kwargs):
-        return None if value is None else money.format_amount(value)
+        return None if value is None else wire.format_amount(value)
 
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, str):
             raise ma.ValidationError("must be a decimal string such as \"150.00\"")
         try:
-            kopecks = money.parse_amount(value)
+            kopecks = wire.parse_amount(value)
         except ValueError as exc:
             raise ma.ValidationError(str(exc)) from exc
         if self.minimum is not None and kopecks < self.minimum:
-            raise ma.ValidationError(f"must be at least {money.format_amount(self.minimum)}")
+            raise ma.ValidationError(f"must be at least {wire.format_amount(self.minimum)}")
         if self.maximum is not None and kopecks > self.maximum:
-            raise ma.ValidationError(f"must be at most {money.format_amount(self.maximum)}")
+            raise ma.ValidationError(f"must be at most {wire.format_amount(self.maximum)}")
         return kopecks
 
 
@@ -53,13 +53,13 @@ class Quantity(ma.fields.Field):
         super().__init__(metadata=metadata, **kwargs)
 
     def _serialize(self, value, attr, obj, **kwargs):
-        return None if value is None else money.format_quantity(value)
+        return None if value is None else wire.format_quantity(value)
 
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, str):
             raise ma.ValidationError("must be a decimal string such as \"1.000\"")
         try:
-            return money.parse_quantity(value, allow_zero=self.allow_zero)
+            return wire.parse_quantity(value, allow_zero=self.allow_zero)
         except ValueError as exc:
             raise ma.ValidationError(str(exc)) from exc
 
@@ -74,7 +74,7 @@ class Percent(ma.fields.Field):
         super().__init__(metadata=metadata, **kwargs)
 
     def _serialize(self, value, attr, obj, **kwargs):
-        return None if value is None else money.format_percent(value)
+        return None if value is None else wire.format_percent(value)
 
 
 class Timestamp(ma.fields.DateTime):

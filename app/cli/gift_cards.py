@@ -8,7 +8,7 @@ from flask.cli import AppGroup
 from app.cli.session import operator_session
 from app.cli.tenants import _instant
 from app.db import utcnow
-from app.services import money
+from app.services import wire
 from app.services.tenancy import companies
 from app.services.cards import gift_cards
 from app.services.errors import NotFound
@@ -25,7 +25,7 @@ gift_cards_cli = AppGroup("gift-cards", help="Gift cards.")
 def gift_cards_issue(company_id, amount, expires_at, count):
     """Issue gift cards; prints their codes, one a line, as the last COUNT lines (shown once)."""
     try:
-        kopecks = money.parse_amount(amount)
+        kopecks = wire.parse_amount(amount)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--amount") from exc
     if kopecks <= 0:
@@ -43,7 +43,7 @@ def gift_cards_issue(company_id, amount, expires_at, count):
             session, company_id, amount=kopecks, count=count, expires_at=expiry,
             pepper=current_app.config["SETTINGS"].api_key_pepper, now=now)
     plural = "s" if count != 1 else ""
-    click.echo(f"issued {count} gift card{plural} of {money.format_amount(kopecks)} "
+    click.echo(f"issued {count} gift card{plural} of {wire.format_amount(kopecks)} "
                f"for company {company_id}; the codes are shown only now:")
     for code in codes:
         click.echo(code)

@@ -10,7 +10,7 @@ from flask.cli import AppGroup, with_appcontext
 
 from app.cli.session import operator_session
 from app.db import utcnow
-from app.services import money
+from app.services import wire
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
 
@@ -30,7 +30,7 @@ def _percent(value: str | None) -> int | None:
     if value is None:
         return None
     try:
-        return money.parse_percent(value)
+        return wire.parse_percent(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from exc
 
@@ -148,8 +148,8 @@ def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_
             max_redeem_bp=_percent(max_redeem_percent), accrual_delay_days=accrual_delay_days,
             hold_ttl_seconds=hold_ttl_seconds, enrollment_requires_otp=enrollment_requires_otp,
             clawback_policy=clawback_policy)
-        summary = (f"accrual {money.format_percent(program.accrual_bp)}%, max redeem "
-                   f"{money.format_percent(program.max_redeem_bp)}%, delay {program.accrual_delay_days} d, "
+        summary = (f"accrual {wire.format_percent(program.accrual_bp)}%, max redeem "
+                   f"{wire.format_percent(program.max_redeem_bp)}%, delay {program.accrual_delay_days} d, "
                    f"hold {program.hold_ttl_seconds} s, otp {program.enrollment_requires_otp}, "
                    f"clawback {program.clawback_policy}")
     click.echo(summary)

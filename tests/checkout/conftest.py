@@ -16,7 +16,7 @@ from app.services.tenancy import companies
 from app.services.customers import profiles
 from app.services.checkout import holds
 from app.services.rewards import ledger, verification
-from app.services.money import format_amount, parse_amount
+from app.services.wire import format_amount, parse_amount
 
 
 def line(line_id: str, amount: str, *, sku: str | None = None, quantity: str = "1",

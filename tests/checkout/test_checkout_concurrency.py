@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app.db import utcnow
 from app.models import Hold, LedgerEntry, Sale
 from app.services.checkout import holds
-from app.services.money import parse_amount
+from app.services.wire import parse_amount
 from tests.checkout.conftest import Register, line
 
 from tests.concurrency import raising, run_together

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from app.db import utcnow
 from app.services.checkout import holds, quotes, returns, sales, sessions
-from app.services.money import format_amount, parse_amount
+from app.services.wire import format_amount, parse_amount
 from app.services.errors import Conflict
 
 # sku → (redeemable, accruable) in the shop's catalog; "FREE" is not in it (both allowed).

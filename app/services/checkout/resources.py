@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from app.services.money import format_amount, format_quantity
+from app.services.wire import format_amount, format_quantity
 
 
 def timestamp(moment: datetime | None) -> str | None:
