@@ -7,11 +7,9 @@ import marshmallow as ma
 
 from app.api.base import Schema
 from app.api.fields import MAX_AMOUNT, Amount, Quantity, Timestamp, no_nul
+from app.models.checkout import HOLD_STATES, SALE_STATES, SESSION_STATES
 
 MAX_LINES = 1000
-SESSION_STATES = ("OPEN", "HELD", "COMMITTED", "EXPIRED")
-HOLD_STATES = ("ACTIVE", "CAPTURED", "RELEASED", "EXPIRED")
-SALE_STATES = ("COMMITTED", "PARTIALLY_RETURNED", "RETURNED")
 RESTRICTION_REASONS = ("SUBSCRIPTION_INACTIVE", "NO_BALANCE", "NO_REDEEMABLE_LINES",
                        "TERMINAL_INACTIVE")
 

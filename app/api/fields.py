@@ -81,10 +81,7 @@ class Timestamp(ma.fields.DateTime):
     """RFC 3339 in UTC with Z."""
 
     def _serialize(self, value, attr, obj, **kwargs):
-        if value is None:
-            return None
-        value = value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
-        return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+        return wire.format_timestamp(value)
 
     def _deserialize(self, value, attr, data, **kwargs):
         parsed: datetime = super()._deserialize(value, attr, data, **kwargs)

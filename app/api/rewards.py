@@ -10,6 +10,7 @@ from app.api.rewards_schemas import (RewardAccountResponse, RewardActivityPageRe
                                      RewardAdjustmentRequest, RewardAdjustmentResponse)
 from app.db import request_session, utcnow
 from app.services.rewards import accounts
+from app.services.wire import Balance
 from app.services.webhooks.outbox import record_event
 
 blp = Blueprint("rewards", __name__, url_prefix="/v1", description="Reward accounts")
@@ -34,7 +35,7 @@ class RewardAdjustments(MethodView):
         session = request_session()
         entry, account = accounts.adjust(session, g.company_id, customer_id, amount=body["amount"],
                                         basis=body["basis"], now=utcnow())
-        view = {"entry": entry, "balance": accounts.Balance.of(account)}
+        view = {"entry": entry, "balance": Balance.of(account)}
         record_event(session, g.company_id, "reward.adjusted", RewardAdjustmentResponse().dump(view))
         return view
 

@@ -9,6 +9,16 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db import Base, UtcDateTime
 from app.models.base import Money, TenantMixin
 
+# The states of CONTRACT §5, named once: the services move rows between them, the schemas
+# document them.
+OPEN, HELD, COMMITTED, EXPIRED = "OPEN", "HELD", "COMMITTED", "EXPIRED"
+SESSION_STATES = (OPEN, HELD, COMMITTED, EXPIRED)
+ACTIVE, CAPTURED, RELEASED = "ACTIVE", "CAPTURED", "RELEASED"
+HOLD_STATES = (ACTIVE, CAPTURED, RELEASED, EXPIRED)
+PARTIALLY_RETURNED, RETURNED = "PARTIALLY_RETURNED", "RETURNED"
+SALE_STATES = (COMMITTED, PARTIALLY_RETURNED, RETURNED)
+
+
 
 def _customer_fk() -> ForeignKeyConstraint:
     return ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"])
@@ -28,7 +38,7 @@ class CheckoutSession(TenantMixin, Base):
     terminal_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     store_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     cashier_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
-    state: Mapped[str] = mapped_column(String(20), default="OPEN")
+    state: Mapped[str] = mapped_column(String(20), default=OPEN)
     latest_quote_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
@@ -85,7 +95,7 @@ class Sale(TenantMixin, Base):
     external_receipt_id: Mapped[str] = mapped_column(String(128))
     customer_id: Mapped[str] = mapped_column(String(36))
     quote_id: Mapped[str] = mapped_column(String(36))
-    state: Mapped[str] = mapped_column(String(30), default="COMMITTED")
+    state: Mapped[str] = mapped_column(String(30), default=COMMITTED)
     total_amount: Mapped[int] = mapped_column(Money)
     redeemed: Mapped[int] = mapped_column(Money)
     accrued: Mapped[int] = mapped_column(Money)

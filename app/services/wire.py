@@ -1,11 +1,16 @@
-"""Conversion between the decimal strings of the API and the integers kept inside.
+"""The wire format: how money, quantities, percents, moments and balances look outside.
 
-Amounts are kopecks, quantities thousandths of a unit, percents basis points
-(hundredths of a percent). Parsing works on the text itself, so no float ever
-sees a value.
+Amounts are kopecks inside, quantities thousandths of a unit, percents basis points
+(hundredths of a percent); outside they are decimal strings. Parsing works on the text
+itself, so no float ever sees a value. Moments are RFC 3339 in UTC with Z, to the
+millisecond. The schemas (app/api/fields.py) and the services' hand-built responses and
+event payloads all format through here.
 """
+from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
 # [0-9] rather than \d: \d also matches non-ASCII digits such as "٣".
 _DECIMAL = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?")
@@ -73,3 +78,30 @@ def parse_percent(text: str) -> int:
 def format_percent(bp: int) -> str:
     """Always two fractional digits: 500 -> "5.00"."""
     return _format_fixed(bp, 2)
+
+
+def format_timestamp(moment: datetime | None) -> str | None:
+    """RFC 3339 in UTC with Z, to the millisecond; a naive moment is taken as UTC."""
+    if moment is None:
+        return None
+    moment = moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+@dataclass(frozen=True)
+class Balance:
+    """A reward account's three figures, kopecks: what every response with a balance shows."""
+
+    available: int
+    pending: int
+    reserved: int
+
+    @classmethod
+    def of(cls, account, matured: int = 0) -> Balance:
+        """`matured`: pending kopecks that have come due but are not yet moved (see
+        `ledger.due_amounts`), shown as available, as the next touch would make them."""
+        return cls(account.available + matured, account.pending - matured, account.reserved)
+
+    def as_json(self) -> dict:
+        return {"available": format_amount(self.available), "pending": format_amount(self.pending),
+                "reserved": format_amount(self.reserved)}

@@ -10,11 +10,11 @@ from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.models.base import new_id
+from app.models.checkout import ACTIVE, EXPIRED, HELD, OPEN
 from app.services.checkout.resources import HoldResource
 from app.services.checkout.sessions import (ATTEMPTS, hold_has_expired, read_context,
                                             read_for_redemption)
-from app.services.checkout.statements import (ACTIVE, END_HOLD, EXPIRE_HOLD, EXPIRED, HELD, HOLDS,
-                                              OPEN, SESSIONS, session_key)
+from app.services.checkout.statements import END_HOLD, EXPIRE_HOLD, HOLDS, SESSIONS, session_key
 from app.services.errors import Conflict, InvalidField
 from app.services.rewards import ledger
 from app.services.webhooks.outbox import record_event

@@ -7,12 +7,13 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app.models.base import new_id
+from app.models.checkout import ACTIVE, OPEN
 from app.services.checkout import pricing
 from app.services.checkout.holds import expire_touched_hold
 from app.services.checkout.resources import QuoteResource
 from app.services.checkout.sessions import (ATTEMPTS, check_not_expired, hold_has_expired,
                                             is_stopped, read_context)
-from app.services.checkout.statements import ACTIVE, CATALOG_FLAGS, INSERT_QUOTE, OPEN, QUOTED
+from app.services.checkout.statements import CATALOG_FLAGS, INSERT_QUOTE, QUOTED
 from app.services.errors import Conflict
 from app.services.rewards import ledger
 from app.statements import defer, run

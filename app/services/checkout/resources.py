@@ -7,28 +7,9 @@ schemas in app/api/checkout_schemas.py document the same shapes (a test keeps th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
-from app.services.wire import format_amount, format_quantity
-
-
-def timestamp(moment: datetime | None) -> str | None:
-    """RFC 3339 in UTC with Z, to the millisecond."""
-    if moment is None:
-        return None
-    moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-@dataclass(frozen=True)
-class Balance:
-    available: int
-    pending: int
-    reserved: int
-
-    def as_json(self) -> dict:
-        return {"available": format_amount(self.available), "pending": format_amount(self.pending),
-                "reserved": format_amount(self.reserved)}
+from app.services.wire import Balance, format_amount, format_quantity, format_timestamp
 
 
 @dataclass(frozen=True)
@@ -47,7 +28,7 @@ class CheckoutSessionResource:
         return {"id": self.id, "externalReceiptId": self.external_receipt_id,
                 "customerId": self.customer_id, "terminalId": self.terminal_id,
                 "storeId": self.store_id, "cashierId": self.cashier_id, "state": self.state,
-                "expiresAt": timestamp(self.expires_at), "createdAt": timestamp(self.created_at)}
+                "expiresAt": format_timestamp(self.expires_at), "createdAt": format_timestamp(self.created_at)}
 
 
 @dataclass(frozen=True)
@@ -75,7 +56,7 @@ class QuoteResource:
             "redeemable": format_amount(self.redeemable), "discount": format_amount(self.discount),
             "accrual": format_amount(self.accrual),
             "redemption": {"allowed": self.allowed, "restrictionReason": self.restriction_reason},
-            "createdAt": timestamp(self.created_at),
+            "createdAt": format_timestamp(self.created_at),
         }
 
 
@@ -93,8 +74,8 @@ class HoldResource:
     def as_json(self) -> dict:
         return {"id": self.id, "checkoutSessionId": self.checkout_session_id,
                 "customerId": self.customer_id, "amount": format_amount(self.amount),
-                "state": self.state, "expiresAt": timestamp(self.expires_at),
-                "createdAt": timestamp(self.created_at), "releasedAt": timestamp(self.released_at)}
+                "state": self.state, "expiresAt": format_timestamp(self.expires_at),
+                "createdAt": format_timestamp(self.created_at), "releasedAt": format_timestamp(self.released_at)}
 
 
 @dataclass(frozen=True)
@@ -134,9 +115,9 @@ class SaleResource:
                 "externalReceiptId": self.external_receipt_id, "customerId": self.customer_id,
                 "state": self.state, "totalAmount": format_amount(self.total_amount),
                 "redeemed": format_amount(self.redeemed), "accrued": format_amount(self.accrued),
-                "accrualAvailableAt": timestamp(self.accrual_available_at),
+                "accrualAvailableAt": format_timestamp(self.accrual_available_at),
                 "lines": [line.as_json() for line in self.lines],
-                "receiptText": list(self.receipt_text), "committedAt": timestamp(self.committed_at)}
+                "receiptText": list(self.receipt_text), "committedAt": format_timestamp(self.committed_at)}
 
 
 @dataclass(frozen=True)
@@ -172,4 +153,4 @@ class ReturnResource:
                 "reversedAccrual": format_amount(self.reversed_accrual),
                 "forgivenAccrual": format_amount(self.forgiven_accrual),
                 "saleState": self.sale_state, "balance": self.balance.as_json(),
-                "createdAt": timestamp(self.created_at)}
+                "createdAt": format_timestamp(self.created_at)}

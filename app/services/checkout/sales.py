@@ -8,13 +8,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.models.base import new_id
+from app.models.checkout import COMMITTED, HELD, OPEN
 from app.services.checkout import pricing, receipts
 from app.services.checkout.holds import expire_touched_hold
 from app.services.checkout.resources import SaleLineResource, SaleResource
 from app.services.checkout.sessions import ATTEMPTS, read_for_redemption
-from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED, COMMITTED_MOVE, HELD,
-                                              INSERT_SALE, INSERT_SALE_LINES, LINES_OF_SALE,
-                                              OPEN, SALE_BY_RECEIPT)
+from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSERT_SALE,
+                                              INSERT_SALE_LINES, LINES_OF_SALE, SALE_BY_RECEIPT)
 from app.services.errors import Conflict, NotFound
 from app.services.rewards import ledger
 from app.services.webhooks.outbox import record_event

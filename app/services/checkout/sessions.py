@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from app.models import Subscription
 from app.models.base import new_id
+from app.models.checkout import ACTIVE, HELD, OPEN
 from app.services.checkout.resources import CheckoutSessionResource
-from app.services.checkout.statements import (ACTIVE, CONTEXT, CREATION_CONTEXT, HELD,
-                                              INSERT_SESSION, OPEN)
+from app.services.checkout.statements import CONTEXT, CREATION_CONTEXT, INSERT_SESSION
 from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
 from app.services.locations import stores
 from app.statements import defer, run

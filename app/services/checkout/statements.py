@@ -10,9 +10,8 @@ from sqlalchemy import and_, bindparam, case, insert, select, update
 
 from app.models import (Cashier, CatalogItem, CheckoutSession, Customer, Hold, Program, Quote,
                         RewardAccount, Sale, SaleLine, Store, Subscription, Terminal)
+from app.models.checkout import ACTIVE, CAPTURED, COMMITTED, EXPIRED, OPEN, RELEASED
 
-OPEN, HELD, COMMITTED, EXPIRED = "OPEN", "HELD", "COMMITTED", "EXPIRED"
-ACTIVE, CAPTURED, RELEASED = "ACTIVE", "CAPTURED", "RELEASED"
 
 SESSIONS, QUOTES, HOLDS = CheckoutSession.__table__, Quote.__table__, Hold.__table__
 SALES, SALE_LINES, CATALOG = Sale.__table__, SaleLine.__table__, CatalogItem.__table__

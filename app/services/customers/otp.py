@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from app.models import OtpChallenge
 from app.services.errors import Conflict, NotFound, RateLimited
 from app.services.webhooks.outbox import record_event
+from app.services.wire import format_timestamp
 
 PURPOSES = ("ENROLLMENT",)
 CODE_DIGITS = 6
@@ -82,7 +83,7 @@ def issue_challenge(session: Session, company_id: str, phone: str, purpose: str,
     session.flush()
     record_event(session, company_id, "otp.code_issued", {
         "challengeId": challenge.id, "phone": phone, "code": code,
-        "expiresAt": _timestamp(challenge.expires_at)}, pepper=pepper)
+        "expiresAt": format_timestamp(challenge.expires_at)}, pepper=pepper)
     return challenge, code
 
 
@@ -149,6 +150,3 @@ def _matches(code_hash: str, code: str) -> bool:
     except (VerificationError, InvalidHashError):
         return False
 
-
-def _timestamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

@@ -15,7 +15,8 @@ from app.services.tenancy import companies
 from app.services.rewards import ledger
 from app.services.customers import otp, phones
 from app.services.errors import Conflict, NotFound
-from app.services.rewards.accounts import LARGEST_BALANCE, Balance, fresh
+from app.services.rewards.accounts import LARGEST_BALANCE, fresh
+from app.services.wire import Balance
 
 CARD_NUMBER_TRIES = 5
 # A name page walked in enrolment order reads at most this many customers per match before the

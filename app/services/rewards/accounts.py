@@ -2,7 +2,6 @@
 ledger's history. Every balance change goes through `app.services.rewards.ledger`."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import bindparam, func, select
@@ -14,19 +13,6 @@ from app.services.errors import InvalidField, NotFound
 
 # Balances are kept in a signed 64-bit column.
 LARGEST_BALANCE = 2 ** 63 - 1
-
-
-@dataclass(frozen=True)
-class Balance:
-    available: int
-    pending: int
-    reserved: int
-
-    @classmethod
-    def of(cls, account: RewardAccount, matured: int = 0) -> "Balance":
-        """`matured`: pending kopecks that have come due but are not yet moved (see
-        `ledger.due_amounts`), shown as available, as the next touch would make them."""
-        return cls(account.available + matured, account.pending - matured, account.reserved)
 
 
 _ACCOUNT = select(RewardAccount).where(RewardAccount.company_id == bindparam("company_id"),

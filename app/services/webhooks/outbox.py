@@ -16,6 +16,7 @@ from app.db import utcnow
 from app.models import OutboxEvent
 from app.models.base import new_id
 from app.services.webhooks.sealing import seal, unseal
+from app.services.wire import format_timestamp
 from app.statements import defer
 
 EVENT_TYPES = (
@@ -60,9 +61,6 @@ def forgotten(event_type: str, payload: str) -> str | None:
     return _with_sealed_fields(event_type, payload, lambda _: None)
 
 
-def _timestamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
 
 _INSERT = insert(OutboxEvent.__table__)
 
@@ -92,7 +90,7 @@ def record_event(session: Session, company_id: str, event_type: str, data: dict,
     now = utcnow()
     values = {"company_id": company_id, "id": new_id(), "type": event_type, "created_at": now,
               "dispatched_at": None,
-              "payload": _dump({"type": event_type, "timestamp": _timestamp(now), "data": data})}
+              "payload": _dump({"type": event_type, "timestamp": format_timestamp(now), "data": data})}
     # A statement built once, sent with the transaction's next round trip: no ORM unit of
     # work on the register's path.
     defer(session, _INSERT, values)
