@@ -47,7 +47,8 @@ def configure(app: Flask, settings: Settings) -> None:
 
 
 def register_database(app: Flask, settings: Settings) -> None:
-    from app.db import make_engine, make_session_factory
+    from app.db import make_engine
+    from app.services.unit_of_work import make_session_factory
 
     if settings.is_sqlite:
         INSTANCE_DIR.mkdir(parents=True, exist_ok=True)

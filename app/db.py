@@ -11,10 +11,11 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from sqlalchemy import DateTime, Engine, MetaData, create_engine, event, exc
-from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.types import TypeDecorator
 
 from app.config import normalise_database_url
+from app.delivery_queue import hand_over_events
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -87,8 +88,10 @@ def make_engine(url: str) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
+    # The connections speak UTC: rows the unit of work reads straight from the driver carry
+    # UTC times, as the ORM's UtcDateTime gives them.
     engine = create_engine(normalise_database_url(url), pool_size=5, max_overflow=10,
-                           pool_recycle=1800)
+                           pool_recycle=1800, connect_args={"options": "-c timezone=UTC"})
     event.listen(engine, "checkout", _discard_if_closed_by_server)
     return engine
 
@@ -104,10 +107,6 @@ def _discard_if_closed_by_server(dbapi_connection, _record, _proxy) -> None:
     poller.register(dbapi_connection.fileno(), select.POLLIN)
     if poller.poll(0):
         raise exc.DisconnectionError("the server closed the connection")
-
-
-def make_session_factory(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(engine, expire_on_commit=False, autoflush=False)
 
 
 def request_session() -> Session:
@@ -127,16 +126,13 @@ def transaction(app):
     session = app.extensions["session_factory"]()
     try:
         yield session
-        events = session.info.pop("recorded_events", [])
         session.commit()
     except Exception:
         session.rollback()
         raise
     finally:
         session.close()
-    if events:
-        from app.requests import enqueue_events
-        enqueue_events(app, [(event.company_id, event.id) for event in events])
+    hand_over_events(app, session.take_committed_events())
 
 
 # SQLSTATEs that mean the server is gone or going, not that the statement was wrong:

@@ -6,6 +6,7 @@ import time
 from datetime import timedelta
 from functools import lru_cache
 
+from flask import Flask
 from redis import Redis
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
@@ -40,15 +41,27 @@ def queue(redis_url: str, name: str) -> Queue:
     return Queue(name, connection=connection)
 
 
+def hand_over_events(app: Flask, events: list) -> None:
+    """The one after-commit hook: committed events (a request's, after its response is sent;
+    a job's or a command's, when its transaction ends) ask for a dispatch run. Never fails
+    what has committed: if Redis is away, the worker's sweep finds the events."""
+    enqueuer = app.extensions.get("enqueue_events")
+    if not events or enqueuer is None:
+        return
+    try:
+        enqueuer()
+    except Exception:
+        log.warning("could not enqueue events; the outbox sweep will deliver them", exc_info=True)
+
+
 class EventEnqueuer:
-    """What a request calls with its committed events: a dispatch run takes every event
-    waiting, so the ids themselves need not travel."""
+    """Asks for a dispatch run; a run takes every event waiting, so no ids travel."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
         self.away_until = 0.0
 
-    def __call__(self, _ids) -> None:
+    def __call__(self) -> None:
         now = time.monotonic()
         if now < self.away_until:
             return

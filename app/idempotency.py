@@ -3,8 +3,8 @@
 The record is inserted in the request's own transaction before the effect, and completed
 with the response before commit: exactly one effect whatever the retries. A concurrent
 duplicate blocks on the record's primary key until the first request ends, then replays it.
-Every register request passes here, so the record is read and written with statements built
-once (no ORM object per request).
+Every register request passes here, so the record is read and written through the request's
+unit of work (app/services/unit_of_work.py), with statements built once.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from app.bodies import json_body
 from app.db import request_session, utcnow
 from app.models import IdempotencyRecord
 from app.services.errors import Conflict, InvalidField
-from app.statements import run
+from app.services.unit_of_work import UnitOfWork
 
 HEADER = "Idempotency-Key"
 REPLAY_HEADER = "Idempotent-Replayed"
@@ -80,6 +80,7 @@ def idempotent(low: int, high: int):
         def wrapper(*args, **kwargs):
             key = _key(low, high)
             session = request_session()
+            work = UnitOfWork.of(session)
             operation = f"{request.method} {request.url_rule.rule}"
             expected = fingerprint()
             ident = {"b_company_id": g.company_id, "b_operation": operation, "b_key": key}
@@ -90,19 +91,18 @@ def idempotent(low: int, high: int):
                      "fingerprint": expected, "status_code": None, "response_body": None,
                      "created_at": now}
             # One statement on the usual path: the key is new and taken at once.
-            dialect = session.connection().dialect.name
-            if run(session, _CLAIM[dialect], claim).first() is None:
+            if work.run(_CLAIM[work.connection.dialect.name], claim).first() is None:
                 # Taken already: by a request that finished (its answer is replayed), by one
                 # still running (waited for, on PostgreSQL), or long ago (taken over).
-                record = run(session, _FIND, ident).first()
+                record = work.run(_FIND, ident).first()
                 if record is None:
                     raise Conflict("a request with this Idempotency-Key is still being processed",
                                    code="idempotency_key_in_use")
                 if record.created_at > now - ttl:
                     return _replay(record, expected)
-                run(session, _FORGET, ident)
+                work.run(_FORGET, ident)
                 try:
-                    run(session, _BEGIN, claim)
+                    work.run(_BEGIN, claim)
                 except IntegrityError:
                     session.rollback()  # another request took the expired key just now
                     raise Conflict("a request with this Idempotency-Key is still being processed",
@@ -110,8 +110,14 @@ def idempotent(low: int, high: int):
 
             response = current_app.make_response(view(*args, **kwargs))
             if response.status_code < 400:
-                session.flush()  # the effect's own pending changes fail here, not at commit
-                run(session, _COMPLETE, {
+                # The effect's writes go before the record's completion, so a failing one
+                # fails the request here, not at commit: the ORM's changes, if any, in a flush;
+                # the unit of work's (its accounts, rows and events) with the completion itself,
+                # one round trip for all.
+                work.write_out()
+                if session.new or session.dirty or session.deleted:
+                    session.flush()
+                work.run(_COMPLETE, {
                     **ident, "b_status_code": response.status_code,
                     "b_response_body": response.get_data(as_text=True)})
             return response

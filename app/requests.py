@@ -10,6 +10,7 @@ import uuid
 from flask import Flask, Response, current_app, g, request
 
 from app.auth import authenticate_request
+from app.delivery_queue import hand_over_events
 from app.metrics import observe_request
 from app.services.errors import InvalidField, NotFound
 
@@ -41,13 +42,12 @@ def _finish(response: Response) -> Response:
     if session is not None:
         try:
             if response.status_code < 400:
-                events = session.info.pop("recorded_events", [])
                 session.commit()
+                events = session.take_committed_events()
                 if events:
-                    ids = [(e.company_id, e.id) for e in events]
                     app = current_app._get_current_object()
                     # After the response is sent: delivery never costs the register time.
-                    response.call_on_close(lambda: enqueue_events(app, ids))
+                    response.call_on_close(lambda: hand_over_events(app, events))
             else:
                 session.rollback()
         finally:
@@ -80,16 +80,6 @@ def _log(status: int) -> None:
         "credentialId": principal.credential_id if principal else None,
     }})
 
-
-def enqueue_events(app: Flask, ids: list[tuple[str, str]]) -> None:
-    """Queue delivery of committed events; if Redis is away the worker's sweep finds them."""
-    hook = app.extensions.get("enqueue_events")
-    if hook is None:
-        return
-    try:
-        hook(ids)
-    except Exception:  # never fail a committed request over its notifications
-        log.warning("could not enqueue events; the outbox sweep will deliver them", exc_info=True)
 
 
 def register_request_hooks(app: Flask) -> None:

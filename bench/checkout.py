@@ -44,6 +44,7 @@ from app.services.tenancy import companies, credentials  # noqa: E402
 from app.services.customers import profiles  # noqa: E402
 from app.services.rewards import ledger  # noqa: E402
 from app.services.tenancy.scopes import ALL_SCOPES  # noqa: E402
+from app.services.unit_of_work import UnitOfWork  # noqa: E402
 
 HOT_CUSTOMERS = 5
 CATALOG_ITEMS = 500
@@ -100,8 +101,8 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
         session.add(row)
         session.flush()
         profiles.record_names(session, company.id, [row.id])
-        account = ledger.open_account(session, company.id, row.id, now)
-        ledger.post(session, account, type="ADJUSTMENT", amount=balance, now=now, basis="bench")
+        account = ledger.open_account(UnitOfWork.of(session), company.id, row.id, now)
+        ledger.post(account, type="ADJUSTMENT", amount=balance, now=now, basis="bench")
         return row.id
 
     made = []

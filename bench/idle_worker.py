@@ -30,7 +30,7 @@ from harness import ROOT, bench_database, environment
 from webhook_delivery import REDIS_URL, _serve, bench_app, poll, record_events, wait_until_listening
 
 from app.models import WebhookDelivery  # noqa: E402
-from app.requests import enqueue_events  # noqa: E402
+from app.delivery_queue import hand_over_events  # noqa: E402
 from worker.__main__ import periodic_lock_key  # noqa: E402
 
 DELIVERED = select(func.count()).where(WebhookDelivery.state == "DELIVERED")
@@ -56,7 +56,7 @@ def _deliver_one(app, company_id: str | None, port: int) -> tuple[str, float]:
     before = _delivered(app)
     [pair] = record_events(app, 1, port, company_id=company_id)
     started = time.monotonic()
-    enqueue_events(app, [pair])
+    hand_over_events(app, [pair])
     poll(app, lambda session: session.scalar(DELIVERED) > before, timeout=120)
     return pair[0], (round(time.monotonic() - started, 2) if _delivered(app) > before else None)
 

@@ -41,7 +41,7 @@ from app.config import Settings  # noqa: E402
 from app.db import utcnow  # noqa: E402
 from app.delivery_queue import enqueue_deliveries  # noqa: E402
 from app.models import OutboxEvent, WebhookDelivery  # noqa: E402
-from app.requests import enqueue_events  # noqa: E402
+from app.delivery_queue import hand_over_events  # noqa: E402
 from app.services.tenancy import companies  # noqa: E402
 from app.services.webhooks import delivery, endpoints  # noqa: E402
 from app.services.webhooks.outbox import record_event  # noqa: E402
@@ -148,7 +148,7 @@ def measure_dispatch(app, ids: list[tuple[str, str]], timeout: float) -> dict:
     waiting = select(func.count()).where(OutboxEvent.dispatched_at.is_(None))
     started = time.perf_counter()
     for pair in ids:
-        enqueue_events(app, [pair])
+        hand_over_events(app, [pair])
     handed_over = time.perf_counter() - started
     poll(app, lambda session: session.scalar(waiting) == 0, timeout)
     seconds = time.perf_counter() - started

@@ -22,6 +22,7 @@ from app.db import Base, add_unicode_lower, utcnow
 from app.migrate import upgrade
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
+from app.services.unit_of_work import WorkSession
 from tests.customer_names import names_out_of_step
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -128,7 +129,7 @@ def _checking_sessions(app, database_url):
     engine = create_engine(database_url, connect_args={"timeout": 30})
     # The app's lower(): helpers that write customers write their name rows with it.
     event.listen(engine, "connect", lambda connection, _record: add_unicode_lower(connection))
-    yield sessionmaker(engine, expire_on_commit=False)
+    yield sessionmaker(engine, class_=WorkSession, expire_on_commit=False)
     engine.dispose()
 
 

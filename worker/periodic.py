@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.services.checkout import holds
 from app.services.rewards import ledger
+from app.services.unit_of_work import UnitOfWork
 from app.upkeep import in_batches, prune_outbox, purge_idempotency
 from worker.context import job_session, worker_app
 from worker.jobs import sweep_outbox
@@ -29,7 +30,7 @@ def mature_rewards(session: Session, now: datetime) -> int:
     def mature_batch(limit: int) -> int:
         due = ledger.accounts_due(session, now, limit=limit)
         for company_id, customer_id in due:
-            ledger.lock_account(session, company_id, customer_id, now)
+            ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
         return len(due)
 
     return in_batches(session, mature_batch, limit=MATURE_BATCH,

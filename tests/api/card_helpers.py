@@ -17,6 +17,7 @@ from app.models import Customer, Store
 from app.services.cards import identifiers
 from app.services.customers import profiles
 from app.services.rewards import ledger
+from app.services.unit_of_work import UnitOfWork
 
 PASS_TYPE_ID = "pass.example.loyalty.test"
 TEAM_ID = "TEAM123456"
@@ -31,12 +32,12 @@ def make_customer(db, company_id, *, first_name="Anna", available=0, pending=0, 
     db.add(customer)
     db.flush()
     profiles.record_names(db, company_id, [customer.id])
-    account = ledger.open_account(db, company_id, customer.id, now)
+    account = ledger.open_account(UnitOfWork.of(db), company_id, customer.id, now)
     if available + reserved:
-        ledger.post(db, account, type="ADJUSTMENT", amount=available + reserved, now=now,
+        ledger.post(account, type="ADJUSTMENT", amount=available + reserved, now=now,
                     basis="opening balance")
     if pending:
-        ledger.post(db, account, type="ACCRUAL", amount=pending, now=now, status="PENDING",
+        ledger.post(account, type="ACCRUAL", amount=pending, now=now, status="PENDING",
                     available_at=pending_at or now + dt.timedelta(days=14))
     if reserved:
         ledger.reserve(account, reserved, now)

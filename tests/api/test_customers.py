@@ -8,6 +8,7 @@ from sqlalchemy import select, update
 
 from app.models import Customer, LedgerEntry, OutboxEvent, RewardAccount
 from app.services.cards.identifiers import is_valid_ean13
+from app.services.unit_of_work import UnitOfWork
 
 PHONE = "+79123456789"
 
@@ -187,8 +188,8 @@ def _pending_accrual(app, company_id, customer_id, amount, *, matured):
 
     session = app.extensions["session_factory"]()
     now = utcnow()
-    account = ledger.lock_account(session, company_id, customer_id, now)
-    ledger.post(session, account, type="ACCRUAL", amount=amount, now=now, status="PENDING",
+    account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
+    ledger.post(account, type="ACCRUAL", amount=amount, now=now, status="PENDING",
                 available_at=now + timedelta(days=1))
     session.flush()
     if matured:

@@ -17,6 +17,7 @@ from app.services.customers import profiles
 from app.services.checkout import holds
 from app.services.rewards import ledger, verification
 from app.services.wire import format_amount, parse_amount
+from app.services.unit_of_work import UnitOfWork
 
 
 def line(line_id: str, amount: str, *, sku: str | None = None, quantity: str = "1",
@@ -59,9 +60,9 @@ class Shop:
             session.add(customer)
             session.flush()
             profiles.record_names(session, customer.company_id, [customer.id])
-            account = ledger.open_account(session, customer.company_id, customer.id, now)
+            account = ledger.open_account(UnitOfWork.of(session), customer.company_id, customer.id, now)
             if parse_amount(balance):
-                ledger.post(session, account, type="ADJUSTMENT", amount=parse_amount(balance),
+                ledger.post(account, type="ADJUSTMENT", amount=parse_amount(balance),
                             now=now, basis="opening balance")
             session.flush()
             return customer.id

@@ -4,6 +4,7 @@ from datetime import timedelta
 
 from app.db import utcnow
 from app.services.rewards import ledger
+from app.services.unit_of_work import UnitOfWork
 from tests.checkout.conftest import line
 
 # 3 pieces for 100.00 and 1.5 kg for 50.00: discounts 30.00 and 15.00 when 45.00 is held;
@@ -18,8 +19,8 @@ def _totals(returned):
 
 def _debit(shop, customer_id, kopecks):
     def work(session):
-        account = ledger.lock_account(session, shop.tenant.company_id, customer_id, utcnow())
-        ledger.post(session, account, type="ADJUSTMENT", amount=-kopecks, now=utcnow(),
+        account = ledger.lock(UnitOfWork.of(session), shop.tenant.company_id, customer_id, utcnow())
+        ledger.post(account, type="ADJUSTMENT", amount=-kopecks, now=utcnow(),
                     basis="spent elsewhere")
     shop.arrange(work)
 
@@ -118,7 +119,7 @@ def test_a_pending_accrual_is_cancelled_first(register, shop, db):
     assert _totals(first) == ("0.00", "5.00", "0.00", "PARTIALLY_RETURNED")
     assert first["balance"] == {"available": "0.00", "pending": "2.50", "reserved": "0.00"}
     # Fifteen days on the rest has matured: the accrual and its cancellation together.
-    account = ledger.lock_account(db, shop.tenant.company_id, customer,
+    account = ledger.lock(UnitOfWork.of(db), shop.tenant.company_id, customer,
                                   utcnow() + timedelta(days=15))
     assert (account.available, account.pending) == (250, 0)
     db.commit()

@@ -14,6 +14,7 @@ from app.models import LedgerEntry, RewardAccount
 from app.services.customers import profiles
 from app.services.rewards import accounts, ledger, verification
 from app.services.errors import Conflict
+from app.services.unit_of_work import UnitOfWork
 
 amounts = st.integers(min_value=1, max_value=100_000)
 operations = st.lists(st.one_of(
@@ -51,8 +52,8 @@ def test_any_sequence_leaves_the_ledger_consistent(app, tenant, steps):
                 assert amount <= available
                 available -= amount
             elif action == "accrue":
-                account = ledger.lock_account(session, company_id, customer_id, now)
-                ledger.post(session, account, type="ACCRUAL", amount=amount, now=now,
+                account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
+                ledger.post(account, type="ACCRUAL", amount=amount, now=now,
                             status="PENDING", available_at=now + timedelta(days=1))
                 pending += amount
             else:
@@ -64,10 +65,10 @@ def test_any_sequence_leaves_the_ledger_consistent(app, tenant, steps):
                     RewardAccount.company_id == company_id, RewardAccount.customer_id == customer_id,
                     RewardAccount.next_maturity_at.is_not(None)).values(next_maturity_at=past))
                 if action == "mature":
-                    ledger.lock_account(session, company_id, customer_id, now)
+                    ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
                 else:
                     for due_company, due_customer in ledger.accounts_due(session, now):
-                        ledger.lock_account(session, due_company, due_customer, now)
+                        ledger.lock(UnitOfWork.of(session), due_company, due_customer, now)
                 available, pending = available + pending, 0
             session.commit()
         account = accounts.get_account(session, company_id, customer_id, utcnow())

@@ -9,6 +9,7 @@ from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.customers import profiles
 from app.services.rewards import accounts, ledger, verification
+from app.services.unit_of_work import UnitOfWork
 from worker.periodic import TASKS, mature_rewards, run_periodic_tasks
 
 
@@ -26,8 +27,8 @@ def _customer(app, company_id, phone, credit=0):
 def _pending(app, company_id, customer_id, amount, available_in):
     session = app.extensions["session_factory"]()
     now = utcnow()
-    account = ledger.lock_account(session, company_id, customer_id, now)
-    ledger.post(session, account, type="ACCRUAL", amount=amount, now=now, status="PENDING",
+    account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
+    ledger.post(account, type="ACCRUAL", amount=amount, now=now, status="PENDING",
                 available_at=now + available_in)
     session.commit()
     session.close()
@@ -65,7 +66,7 @@ def test_verify_prints_a_corrupted_balance_and_exits_non_zero(app, tenant, other
 def test_verify_counts_active_holds_as_reserved(app, tenant, db):
     customer_id = _customer(app, tenant.company_id, "+79120000001", credit=1000)
     session = app.extensions["session_factory"]()
-    account = ledger.lock_account(session, tenant.company_id, customer_id, utcnow())
+    account = ledger.lock(UnitOfWork.of(session), tenant.company_id, customer_id, utcnow())
     ledger.reserve(account, 400, utcnow())  # a reservation without its hold row
     session.commit()
     session.close()

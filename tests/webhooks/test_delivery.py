@@ -28,7 +28,7 @@ from app import create_app
 from app.db import request_session, utcnow
 from app.delivery_queue import dispatch_flag_key
 from app.models import Hold, OutboxEvent, WebhookDelivery
-from app.requests import enqueue_events
+from app.delivery_queue import hand_over_events
 from app.services.errors import Conflict
 from app.services.webhooks.outbox import EVENT_TYPES, record_event
 from tests.conftest import TEST_PEPPER
@@ -203,7 +203,7 @@ def commit_event(app, company_id: str, event_type: str, data: dict, *, enqueue: 
     finally:
         session.close()
     if enqueue:
-        enqueue_events(app, [(company_id, event.id)])
+        hand_over_events(app, [(company_id, event.id)])
     return event.id
 
 

@@ -442,7 +442,7 @@ def test_a_burst_of_commits_asks_for_one_dispatch_run(app):
     from rq import Queue
 
     from app.delivery_queue import dispatch_flag_key, dispatch_started, request_dispatch
-    from app.requests import enqueue_events
+    from app.delivery_queue import hand_over_events
 
     settings = app.config["SETTINGS"]
     redis = Redis.from_url(settings.redis_url)
@@ -451,11 +451,11 @@ def test_a_burst_of_commits_asks_for_one_dispatch_run(app):
     redis.delete(dispatch_flag_key(settings))
 
     for n in range(20):  # what twenty committed requests do
-        enqueue_events(app, [("company", f"event-{n}")])
+        hand_over_events(app, [("company", f"event-{n}")])
     assert [job.func_name for job in queue.get_jobs()] == ["worker.jobs.dispatch_events"]
 
     dispatch_started(settings)  # the run starts: later commits ask for the next one
-    enqueue_events(app, [("company", "later")])
+    hand_over_events(app, [("company", "later")])
     request_dispatch(settings, force=True)  # the sweep asks even while one is requested
     assert len(queue.get_jobs()) == 3
     queue.empty()

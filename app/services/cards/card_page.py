@@ -15,6 +15,7 @@ from app.services.cards import wallet_pass
 from app.services.cards.identifiers import CARD_TOKEN_BYTES
 from app.services.errors import NotFound
 from app.services.wire import format_amount
+from app.services.unit_of_work import UnitOfWork
 
 # token_urlsafe(32) gives 43 characters; anything else is not a token we made.
 CARD_TOKEN_LENGTH = -(-CARD_TOKEN_BYTES * 4 // 3)
@@ -57,7 +58,7 @@ def card_by_token(session: Session, token: str, now: datetime) -> LoyaltyCard:
     customer, company, account = row
     if account.next_maturity_at is not None and account.next_maturity_at <= now:
         # Something has matured since the last touch: show it as available, as the register would.
-        account = ledger.lock_account(session, company.id, customer.id, now)
+        account = ledger.lock(UnitOfWork.of(session), company.id, customer.id, now)
     return LoyaltyCard(customer=customer, company=company, account=account)
 
 

@@ -17,8 +17,9 @@ from app.services.checkout.sessions import (ATTEMPTS, hold_has_expired, read_con
 from app.services.checkout.statements import END_HOLD, EXPIRE_HOLD, HOLDS, SESSIONS, session_key
 from app.services.errors import Conflict, InvalidField
 from app.services.rewards import ledger
+from app.services.rewards.account import Account
 from app.services.webhooks.outbox import record_event
-from app.statements import defer, run
+from app.services.unit_of_work import UnitOfWork
 
 SESSION_EXPIRED_REASON = "checkout session expired"
 
@@ -52,17 +53,17 @@ def hold_resource(row) -> HoldResource:
                         row.expires_at, row.created_at, row.released_at)
 
 
-def expire_touched_hold(session: Session, company_id: str, session_id: str,
-                        account: ledger.LockedAccount, now: datetime) -> HoldResource:
+def expire_touched_hold(work: UnitOfWork, company_id: str, session_id: str,
+                        account: Account, now: datetime) -> HoldResource:
     """Release the session's expired hold found on first touch. The caller has moved the
     session's state (so holds its row lock) and locked the account."""
-    row = run(session, EXPIRE_HOLD, {"company": company_id, "session_id": session_id,
-                                          "now": now}).first()
+    row = work.run(EXPIRE_HOLD, {"company": company_id, "session_id": session_id,
+                                      "now": now}).first()
     if row is None:  # the hold read as expired was replaced meanwhile
         raise Conflict("the session already has an active hold", code="hold_already_active")
     ledger.unreserve(account, row.amount, now)
     hold = hold_resource(row)
-    record_event(session, company_id, "checkout.hold.expired", hold.as_json())
+    record_event(work.session, company_id, "checkout.hold.expired", hold.as_json())
     return hold
 
 
@@ -71,8 +72,9 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
                amount: int | None, now: datetime) -> HoldResource:
     """Move bonuses from available to reserved for the session's latest quote, under the
     account's row lock; the hold lasts the program's holdTtlSeconds."""
+    work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
-        ctx = read_for_redemption(session, company_id, session_id, quote_id, now)
+        ctx = read_for_redemption(work, company_id, session_id, quote_id, now)
         touched = hold_has_expired(ctx, now)
         if ctx.state == HELD and not touched:
             raise Conflict("the session already has an active hold", code="hold_already_active")
@@ -86,41 +88,38 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
         if not 0 < held <= ctx.quote_discount:
             raise InvalidField(["body", "amount"], "must be more than 0 and at most the quote's "
                                "discount", "value_error")
-        if run(session, _HELD, _key(company_id, session_id, seen=ctx.state,
-                                        quote_id=quote_id)).rowcount:
+        if work.run(_HELD, _key(company_id, session_id, seen=ctx.state,
+                                    quote_id=quote_id)).rowcount:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
 
-    account = ledger.lock(session, company_id, ctx.customer_id, now)
+    account = ledger.lock(work, company_id, ctx.customer_id, now)
     if touched:
-        expire_touched_hold(session, company_id, session_id, account, now)
+        expire_touched_hold(work, company_id, session_id, account, now)
     ledger.reserve(account, held, now)
-    ledger.save(session, account)
     hold = HoldResource(id=new_id(), checkout_session_id=session_id, customer_id=ctx.customer_id,
                         amount=held, state=ACTIVE,
                         expires_at=now + timedelta(seconds=ctx.hold_ttl_seconds),
                         created_at=now, released_at=None)
-    defer(session, _INSERT_HOLD, {**hold.__dict__, "company_id": company_id,
-                                  "quote_id": quote_id, "release_reason": None})
+    work.defer(_INSERT_HOLD, {**hold.__dict__, "company_id": company_id,
+                              "quote_id": quote_id, "release_reason": None})
     record_event(session, company_id, "checkout.hold.created", hold.as_json())
-    session.flush()
     return hold
 
 
-def _end_hold(session: Session, company_id: str, session_id: str, customer_id: str,
+def _end_hold(work: UnitOfWork, company_id: str, session_id: str, customer_id: str,
               reason: str | None, now: datetime) -> HoldResource | None:
     """End the session's active hold (EXPIRED when its time is up, else RELEASED) and give
     its bonuses back. The caller holds the session's row lock."""
-    row = run(session, END_HOLD, _key(company_id, session_id, now=now, reason=reason)).first()
+    row = work.run(END_HOLD, _key(company_id, session_id, now=now, reason=reason)).first()
     if row is None:
         return None
-    account = ledger.lock(session, company_id, customer_id, now)
+    account = ledger.lock(work, company_id, customer_id, now)
     ledger.unreserve(account, row.amount, now)
-    ledger.save(session, account)
     hold = hold_resource(row)
     event = "checkout.hold.expired" if hold.state == EXPIRED else "checkout.hold.released"
-    record_event(session, company_id, event, hold.as_json())
+    record_event(work.session, company_id, event, hold.as_json())
     return hold
 
 
@@ -129,53 +128,52 @@ def release_hold(session: Session, company_id: str, session_id: str, *, reason: 
     """Payment was cancelled: give the held bonuses back. Allowed while the subscription is
     stopped and after the session's own expiry, so a checkout can always be unwound. A hold
     whose time ran out answers as EXPIRED."""
+    work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
-        ctx = read_context(session, company_id, session_id)
+        ctx = read_context(work, company_id, session_id)
         if ctx.state != HELD:
             raise Conflict(f"a release needs a HELD session; this one is {ctx.state}")
-        if run(session, _OPENED, _key(company_id, session_id)).rowcount:
+        if work.run(_OPENED, _key(company_id, session_id)).rowcount:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
-    hold = _end_hold(session, company_id, session_id, ctx.customer_id, reason, now)
+    hold = _end_hold(work, company_id, session_id, ctx.customer_id, reason, now)
     if hold is None:  # state and holds disagree: never committed
         raise Conflict("the session has no active hold")
-    session.flush()
     return hold
 
 
 def expire_holds(session: Session, now: datetime, limit: int = 200) -> int:
     """Periodic: release holds whose time is up (emits checkout.hold.expired)."""
+    work = UnitOfWork.of(session)
     expired = 0
-    for company_id, session_id in run(session, _HOLDS_DUE, {"now": now, "limit": limit}).all():
-        locked = run(session, _LOCK_SESSION, _key(company_id, session_id)).first()
+    for company_id, session_id in work.run(_HOLDS_DUE, {"now": now, "limit": limit}).all():
+        locked = work.run(_LOCK_SESSION, _key(company_id, session_id)).first()
         if locked is None or locked.state != HELD:
             continue
-        row = run(session, EXPIRE_HOLD, _key(company_id, session_id, now=now)).first()
+        row = work.run(EXPIRE_HOLD, _key(company_id, session_id, now=now)).first()
         if row is None:
             continue  # captured or released meanwhile
-        run(session, _OPENED, _key(company_id, session_id))
-        account = ledger.lock(session, company_id, locked.customer_id, now)
+        work.run(_OPENED, _key(company_id, session_id))
+        account = ledger.lock(work, company_id, locked.customer_id, now)
         ledger.unreserve(account, row.amount, now)
-        ledger.save(session, account)  # before the next lock reads a shared account
         record_event(session, company_id, "checkout.hold.expired", hold_resource(row).as_json())
         expired += 1
-    session.flush()
     return expired
 
 
 def expire_sessions(session: Session, now: datetime, limit: int = 200) -> int:
     """Periodic: sessions left uncommitted past SESSION_TTL become EXPIRED, releasing their hold."""
+    work = UnitOfWork.of(session)
     count = 0
-    due = run(session, _SESSIONS_DUE, {"now": now, "limit": limit}).all()
+    due = work.run(_SESSIONS_DUE, {"now": now, "limit": limit}).all()
     for company_id, session_id in due:
-        locked = run(session, _LOCK_SESSION, _key(company_id, session_id)).first()
+        locked = work.run(_LOCK_SESSION, _key(company_id, session_id)).first()
         if locked is None or locked.state not in (OPEN, HELD) or locked.expires_at > now:
             continue
         if locked.state == HELD:
-            _end_hold(session, company_id, session_id, locked.customer_id,
+            _end_hold(work, company_id, session_id, locked.customer_id,
                       SESSION_EXPIRED_REASON, now)
-        run(session, _EXPIRED, _key(company_id, session_id))
+        work.run(_EXPIRED, _key(company_id, session_id))
         count += 1
-    session.flush()
     return count

@@ -16,7 +16,7 @@ from app.services.checkout.sessions import (ATTEMPTS, check_not_expired, hold_ha
 from app.services.checkout.statements import CATALOG_FLAGS, INSERT_QUOTE, QUOTED
 from app.services.errors import Conflict
 from app.services.rewards import ledger
-from app.statements import defer, run
+from app.services.unit_of_work import UnitOfWork
 
 # Quotes
 
@@ -34,13 +34,13 @@ def _restriction(ctx, now: datetime, available: int,
     return None
 
 
-def _catalog_flags(session: Session, company_id: str, store_id: str | None,
+def _catalog_flags(work: UnitOfWork, company_id: str, store_id: str | None,
                    lines: list[dict]) -> dict[str, tuple[bool, bool]]:
     skus = sorted({line["sku"] for line in lines if line.get("sku")})
     if store_id is None or not skus:
         return {}
-    rows = run(session, CATALOG_FLAGS, {"company": company_id, "store_id": store_id,
-                                             "skus": skus})
+    rows = work.run(CATALOG_FLAGS, {"company": company_id, "store_id": store_id,
+                                         "skus": skus})
     return {sku: (redeemable, accruable) for sku, redeemable, accruable in rows}
 
 
@@ -48,26 +48,26 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
                   redeem_amount: int | None, now: datetime) -> QuoteResource:
     """Price the receipt (§6): what each line may take, what this quote redeems, what it
     earns. A restricted redemption says why and still accrues."""
+    work = UnitOfWork.of(session)
     quote_id = new_id()
     for _ in range(ATTEMPTS):
-        ctx = read_context(session, company_id, session_id)
+        ctx = read_context(work, company_id, session_id)
         check_not_expired(ctx, now)
         touched = hold_has_expired(ctx, now)
         if ctx.state != OPEN and not touched:
             raise Conflict(f"a quote needs an OPEN session; this one is {ctx.state}")
-        flags = _catalog_flags(session, company_id, ctx.store_id, lines)
-        if run(session, QUOTED, {"company": company_id, "session_id": session_id,
-                                      "seen": ctx.state, "new_quote_id": quote_id}).rowcount:
+        flags = _catalog_flags(work, company_id, ctx.store_id, lines)
+        if work.run(QUOTED, {"company": company_id, "session_id": session_id,
+                                  "seen": ctx.state, "new_quote_id": quote_id}).rowcount:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
 
     available = ctx.available
     if touched or (ctx.next_maturity_at is not None and ctx.next_maturity_at <= now):
-        account = ledger.lock(session, company_id, ctx.customer_id, now)
+        account = ledger.lock(work, company_id, ctx.customer_id, now)
         if touched:
-            expire_touched_hold(session, company_id, session_id, account, now)
-        ledger.save(session, account)
+            expire_touched_hold(work, company_id, session_id, account, now)
         available = account.available
 
     receipt = [pricing.ReceiptLine(line["line_id"], line["amount"],
@@ -81,7 +81,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
          "quantity": line["quantity"], "price": line["price"], "amount": line["amount"],
          "redeemableItem": item.redeemable_item, "accruableItem": item.accruable_item}
         for line, item in zip(lines, receipt)]}
-    defer(session, INSERT_QUOTE, {
+    work.defer(INSERT_QUOTE, {
         "company_id": company_id, "id": quote_id, "checkout_session_id": session_id,
         "lines": json.dumps(stored, separators=(",", ":"), ensure_ascii=False),
         "redeem_cap": redeem_amount, "total_amount": priced.total_amount,

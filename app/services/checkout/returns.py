@@ -27,7 +27,7 @@ from app.services.checkout.resources import ReturnLineResource, ReturnResource
 from app.services.errors import Conflict, InvalidField, NotFound
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance
-from app.statements import defer, run
+from app.services.unit_of_work import UnitOfWork
 
 _PROGRAMS, _RETURNS, _LEDGER = Program.__table__, Return.__table__, LedgerEntry.__table__
 
@@ -75,10 +75,11 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
                  now: datetime) -> ReturnResource:
     """Return `lines` ({line_id, quantity in thousandths}) of a sale; cumulative returns never
     go beyond what was sold (409 return_exceeds_sale)."""
-    sale = run(session, _LOCKED_SALE, {"company": company_id, "sale_id": sale_id}).first()
+    work = UnitOfWork.of(session)
+    sale = work.run(_LOCKED_SALE, {"company": company_id, "sale_id": sale_id}).first()
     if sale is None:
         raise NotFound("sale")
-    all_lines = lines_of_sale(session, company_id, sale_id)
+    all_lines = lines_of_sale(work, company_id, sale_id)
     sold = {line.line_id: line for line in all_lines}
     _checked(lines, sold)
 
@@ -95,25 +96,24 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
 
     return_id = new_id()
     entry = {"now": now, "sale_id": sale_id, "return_id": return_id}
-    account = ledger.lock(session, company_id, sale.customer_id, now)
+    account = ledger.lock(work, company_id, sale.customer_id, now)
     if restored:
-        ledger.post(session, account, type="REDEMPTION_RESTORE", amount=restored, **entry)
+        ledger.post(account, type="REDEMPTION_RESTORE", amount=restored, **entry)
     pending_left = 0
     if reversing and sale.accrual_available_at > now:
         # int(): PostgreSQL sums bigint as numeric.
-        pending_left = int(run(session, _PENDING_OF_SALE, {
+        pending_left = int(work.run(_PENDING_OF_SALE, {
             "company": company_id, "customer_id": sale.customer_id, "sale_id": sale_id}).scalar())
     taken = pricing.clawback(sale.clawback_policy, reversing, pending_left, account.available)
     if taken.from_pending:
-        ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_pending,
+        ledger.post(account, type="ACCRUAL_REVERSAL", amount=-taken.from_pending,
                     status="PENDING", available_at=sale.accrual_available_at, **entry)
     if taken.from_available:
-        ledger.post(session, account, type="ACCRUAL_REVERSAL", amount=-taken.from_available,
+        ledger.post(account, type="ACCRUAL_REVERSAL", amount=-taken.from_available,
                     **entry)
-    ledger.save(session, account)
 
     returned = {share.line_id: share for share in shares}
-    defer(session, _RETURN_LINE, [
+    work.defer(_RETURN_LINE, [
         {"b_company_id": company_id, "b_sale_id": sale_id, "b_line_id": line_id,
          "b_returned_quantity": sold[line_id].returned_quantity + share.quantity,
          "b_restored_redemption": sold[line_id].restored_redemption + share.restored_redemption,
@@ -123,18 +123,17 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
                                             if line.line_id in returned else 0) == line.quantity
                   for line in all_lines)
     state = RETURNED if emptied else PARTIALLY_RETURNED
-    defer(session, _SALE_STATE, {"company": company_id, "sale_id": sale_id, "b_state": state})
+    work.defer(_SALE_STATE, {"company": company_id, "sale_id": sale_id, "b_state": state})
     result = ReturnResource(
         id=return_id, sale_id=sale_id, customer_id=sale.customer_id, lines=tuple(shares),
         restored_redemption=restored, reversed_accrual=taken.from_pending + taken.from_available,
         forgiven_accrual=taken.forgiven, sale_state=state,
-        balance=Balance(account.available, account.pending, account.reserved), created_at=now)
-    defer(session, _INSERT_RETURN, {
+        balance=Balance.of(account), created_at=now)
+    work.defer(_INSERT_RETURN, {
         "company_id": company_id, "id": return_id, "sale_id": sale_id, "created_at": now,
         "lines": json.dumps([share.__dict__ for share in shares], separators=(",", ":")),
         "restored_redemption": restored, "reversed_accrual": result.reversed_accrual,
         "forgiven_accrual": taken.forgiven})
     record_event(session, company_id, "sale.returned", result.as_json())
-    session.flush()
     return result
 

@@ -18,7 +18,7 @@ from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSE
 from app.services.errors import Conflict, NotFound
 from app.services.rewards import ledger
 from app.services.webhooks.outbox import record_event
-from app.statements import defer, run
+from app.services.unit_of_work import UnitOfWork
 
 # Commit
 
@@ -27,8 +27,9 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     """Fix the sale: capture the hold (a REDEMPTION), spread it over the lines, write the
     ACCRUAL (PENDING until committedAt + accrualDelayDays; ACTIVE at once when that is 0).
     One sale per receipt, ever."""
+    work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
-        ctx = read_for_redemption(session, company_id, session_id, quote_id, now)
+        ctx = read_for_redemption(work, company_id, session_id, quote_id, now)
         if ctx.state not in (OPEN, HELD):
             raise Conflict(f"a commit needs an OPEN or HELD session; this one is {ctx.state}")
         if ctx.latest_quote_id != quote_id:
@@ -36,17 +37,17 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         if ctx.sale_id is not None:
             raise Conflict("this receipt already has a committed sale",
                            code="receipt_already_committed")
-        if run(session, COMMITTED_MOVE, {"company": company_id, "session_id": session_id,
-                                         "seen": ctx.state, "quote_id": quote_id}).rowcount:
+        if work.run(COMMITTED_MOVE, {"company": company_id, "session_id": session_id,
+                                     "seen": ctx.state, "quote_id": quote_id}).rowcount:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
 
     key = {"company": company_id, "session_id": session_id, "now": now}
-    captured = run(session, CAPTURE_HOLD, key).first() if ctx.state == HELD else None
-    account = ledger.lock(session, company_id, ctx.customer_id, now)
+    captured = work.run(CAPTURE_HOLD, key).first() if ctx.state == HELD else None
+    account = ledger.lock(work, company_id, ctx.customer_id, now)
     if ctx.state == HELD and captured is None:  # its time ran out: released, not captured
-        expire_touched_hold(session, company_id, session_id, account, now)
+        expire_touched_hold(work, company_id, session_id, account, now)
     redeemed = captured.amount if captured is not None else 0
 
     quote = json.loads(ctx.quote_lines)
@@ -57,12 +58,12 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         max_redeem_bp=quote["maxRedeemBp"], accrual_bp=quote["accrualBp"], redeemed=redeemed)
     sale_id = new_id()
     if redeemed:
-        ledger.post(session, account, type="REDEMPTION", amount=-redeemed, now=now,
+        ledger.post(account, type="REDEMPTION", amount=-redeemed, now=now,
                     sale_id=sale_id, hold_id=captured.id, from_reserved=True)
     delay = ctx.accrual_delay_days
     accrual_available_at = now + timedelta(days=delay)
     if priced.accrual:
-        ledger.post(session, account, type="ACCRUAL", amount=priced.accrual, now=now,
+        ledger.post(account, type="ACCRUAL", amount=priced.accrual, now=now,
                     status="PENDING" if delay else "ACTIVE", available_at=accrual_available_at,
                     sale_id=sale_id)
     text = receipts.receipt_text(redeemed=redeemed, accrued=priced.accrual,
@@ -78,7 +79,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
                     for line, p in zip(lines, priced.lines)),
         receipt_text=tuple(text), committed_at=now)
     try:
-        run(session, INSERT_SALE, {
+        work.run(INSERT_SALE, {
             "company_id": company_id, "id": sale_id, "checkout_session_id": session_id,
             "external_receipt_id": sale.external_receipt_id, "customer_id": sale.customer_id,
             "quote_id": quote_id, "state": COMMITTED, "total_amount": sale.total_amount,
@@ -88,16 +89,14 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     except IntegrityError:  # another session of the same receipt committed first
         raise Conflict("this receipt already has a committed sale",
                        code="receipt_already_committed") from None
-    defer(session, INSERT_SALE_LINES, [
+    work.defer(INSERT_SALE_LINES, [
         {"company_id": company_id, "sale_id": sale_id, "line_id": line["lineId"],
          "position": position, "sku": line["sku"], "name": line["name"],
          "quantity": line["quantity"], "amount": line["amount"], "discount": p.discount,
          "accrual": p.accrual, "returned_quantity": 0, "restored_redemption": 0,
          "reversed_accrual": 0}
         for position, (line, p) in enumerate(zip(lines, priced.lines))])
-    ledger.save(session, account)
     record_event(session, company_id, "sale.committed", sale.as_json())
-    session.flush()
     return sale
 
 
@@ -115,14 +114,15 @@ def sale_resource(sale, lines) -> SaleResource:
         receipt_text=tuple(json.loads(sale.receipt_text or "[]")), committed_at=sale.committed_at)
 
 
-def lines_of_sale(session: Session, company_id: str, sale_id: str) -> list:
-    return list(run(session, LINES_OF_SALE, {"company": company_id, "sale_id": sale_id}))
+def lines_of_sale(work: UnitOfWork, company_id: str, sale_id: str) -> list:
+    return list(work.run(LINES_OF_SALE, {"company": company_id, "sale_id": sale_id}))
 
 
 def sale_by_receipt(session: Session, company_id: str, external_receipt_id: str) -> SaleResource:
-    sale = run(session, SALE_BY_RECEIPT, {"company": company_id,
-                                               "receipt_id": external_receipt_id}).first()
+    work = UnitOfWork.of(session)
+    sale = work.run(SALE_BY_RECEIPT, {"company": company_id,
+                                      "receipt_id": external_receipt_id}).first()
     if sale is None:
         raise NotFound("sale")
-    return sale_resource(sale, lines_of_sale(session, company_id, sale.id))
+    return sale_resource(sale, lines_of_sale(work, company_id, sale.id))
 

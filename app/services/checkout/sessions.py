@@ -19,7 +19,7 @@ from app.services.checkout.resources import CheckoutSessionResource
 from app.services.checkout.statements import CONTEXT, CREATION_CONTEXT, INSERT_SESSION
 from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
 from app.services.locations import stores
-from app.statements import defer, run
+from app.services.unit_of_work import UnitOfWork
 
 # A conditional update that finds the state moved re-reads; more than this is a storm.
 ATTEMPTS = 3
@@ -27,19 +27,19 @@ ATTEMPTS = 3
 
 # Reading a session
 
-def read_context(session: Session, company_id: str, session_id: str, quote_id: str | None = None):
-    ctx = run(session, CONTEXT, {"company": company_id, "session_id": session_id,
-                                      "quote_id": quote_id}).first()
+def read_context(work: UnitOfWork, company_id: str, session_id: str, quote_id: str | None = None):
+    ctx = work.run(CONTEXT, {"company": company_id, "session_id": session_id,
+                                  "quote_id": quote_id}).first()
     if ctx is None:
         raise NotFound("checkout session")
     return ctx
 
 
-def read_for_redemption(session: Session, company_id: str, session_id: str, quote_id: str,
+def read_for_redemption(work: UnitOfWork, company_id: str, session_id: str, quote_id: str,
                         now: datetime):
     """The context of a hold or a commit: the quote must be the session's, and neither runs
     while the subscription is stopped."""
-    ctx = read_context(session, company_id, session_id, quote_id)
+    ctx = read_context(work, company_id, session_id, quote_id)
     if ctx.quote_id is None:
         raise NotFound("quote")
     if is_stopped(ctx, now):
@@ -71,10 +71,11 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
                    cashier: dict | None = None) -> CheckoutSessionResource:
     """One receipt of the register for one customer. The terminal comes from the register's
     pos key or `terminalId`; the store is the terminal's, else `storeId`, else none."""
+    work = UnitOfWork.of(session)
     if pos_terminal is not None and terminal_id is not None and terminal_id != pos_terminal.id:
         raise InvalidField(["body", "terminalId"],
                            "differs from the terminal named by X-Loyalty-Pos-Key", "value_error")
-    found = run(session, CREATION_CONTEXT, {
+    found = work.run(CREATION_CONTEXT, {
         "company": company_id, "customer_id": customer_id, "receipt_id": external_receipt_id,
         "terminal_id": None if pos_terminal else terminal_id, "store_id": store_id,
         "cashier_external_id": cashier["external_id"] if cashier else None}).one()
@@ -101,7 +102,7 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
         id=new_id(), external_receipt_id=external_receipt_id, customer_id=customer_id,
         terminal_id=terminal_id, store_id=store_id, cashier_id=cashier_id, state=OPEN,
         expires_at=now + timedelta(seconds=ttl_seconds), created_at=now)
-    defer(session, INSERT_SESSION, {**row.__dict__, "company_id": company_id,
-                                     "latest_quote_id": None})
+    work.defer(INSERT_SESSION, {**row.__dict__, "company_id": company_id,
+                                 "latest_quote_id": None})
     return row
 

@@ -17,6 +17,7 @@ from app.services.customers import otp, phones
 from app.services.errors import Conflict, NotFound
 from app.services.rewards.accounts import LARGEST_BALANCE, fresh
 from app.services.wire import Balance
+from app.services.unit_of_work import UnitOfWork
 
 CARD_NUMBER_TRIES = 5
 # A name page walked in enrolment order reads at most this many customers per match before the
@@ -76,7 +77,7 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
                 session.add(customer)
                 session.flush()
                 record_names(session, company_id, [customer.id])
-                account = ledger.open_account(session, company_id, customer.id, now)
+                account = ledger.open_account(UnitOfWork.of(session), company_id, customer.id, now)
                 session.flush()
             return CustomerBalance(customer, Balance.of(account))
         except IntegrityError:

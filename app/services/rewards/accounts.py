@@ -9,7 +9,9 @@ from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, RewardAccount
 from app.services.rewards import ledger
+from app.services.rewards.account import Account
 from app.services.errors import InvalidField, NotFound
+from app.services.unit_of_work import UnitOfWork
 
 # Balances are kept in a signed 64-bit column.
 LARGEST_BALANCE = 2 ** 63 - 1
@@ -27,14 +29,16 @@ _ACTIVITY_COUNT = (select(func.count()).select_from(LedgerEntry)
                           LedgerEntry.customer_id == bindparam("customer_id")))
 
 
-def fresh(session: Session, account: RewardAccount, now: datetime) -> RewardAccount:
-    """The account with whatever has come due matured (first touch; no lock when nothing is due)."""
+def fresh(session: Session, account: RewardAccount, now: datetime) -> RewardAccount | Account:
+    """The account read with whatever has come due matured (first touch: it is locked only
+    when something is due)."""
     if account.next_maturity_at is not None and account.next_maturity_at <= now:
-        return ledger.lock_account(session, account.company_id, account.customer_id, now)
+        return ledger.lock(UnitOfWork.of(session), account.company_id, account.customer_id, now)
     return account
 
 
-def get_account(session: Session, company_id: str, customer_id: str, now: datetime) -> RewardAccount:
+def get_account(session: Session, company_id: str, customer_id: str,
+                now: datetime) -> RewardAccount | Account:
     account = session.scalar(_ACCOUNT, {"company_id": company_id, "customer_id": customer_id})
     if account is None:
         raise NotFound("customer")
@@ -42,21 +46,20 @@ def get_account(session: Session, company_id: str, customer_id: str, now: dateti
 
 
 def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, basis: str,
-           now: datetime) -> tuple[LedgerEntry, RewardAccount]:
+           now: datetime) -> tuple[dict, Account]:
     """A manual credit (ACTIVE at once) or debit (never beyond the available balance: 409
-    insufficient_balance), as one ADJUSTMENT entry under the account's row lock."""
+    insufficient_balance), as one ADJUSTMENT entry under the account's row lock. The entry
+    comes back as the values of its row."""
     if amount == 0:
         raise ValueError("an adjustment is not zero")
-    account = ledger.lock_account(session, company_id, customer_id, now)
+    account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
     if amount > 0:
         if account.available + amount > LARGEST_BALANCE:
             raise InvalidField(["body", "amount"], "the balance would exceed the largest amount kept",
                                "value_too_large")
-        entry = ledger.post(session, account, type="ADJUSTMENT", amount=amount, now=now, basis=basis)
+        entry = ledger.post(account, type="ADJUSTMENT", amount=amount, now=now, basis=basis)
     else:
-        entry = ledger.debit_available(session, account, -amount, type="ADJUSTMENT", now=now,
-                                       basis=basis)
-    session.flush()
+        entry = ledger.debit_available(account, -amount, type="ADJUSTMENT", now=now, basis=basis)
     return entry, account
 
 

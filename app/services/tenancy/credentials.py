@@ -13,7 +13,7 @@ from app.services.tenancy import keys
 from app.services.errors import Forbidden, NotFound
 from app.services.locations.stores import RegisterTerminal
 from app.services.tenancy.scopes import ALL_SCOPES
-from app.statements import run
+from app.services.unit_of_work import UnitOfWork
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -135,9 +135,10 @@ def authenticate(session: Session, key: str, *, pepper: str, now: datetime,
         return None
     digest = keys.key_digest(pepper, key)
     if pos_key is None:
-        row = run(session, _BY_DIGEST, {"digest": digest}).first()
+        row = UnitOfWork.of(session).run(_BY_DIGEST, {"digest": digest}).first()
     else:
-        row = run(session, _BY_DIGEST_AT_REGISTER, {"digest": digest, "pos_key": pos_key}).first()
+        row = UnitOfWork.of(session).run(_BY_DIGEST_AT_REGISTER, {"digest": digest,
+                                                                  "pos_key": pos_key}).first()
     if row is None or row.revoked_at is not None:
         return None
     if row.key_digest != digest and not (row.previous_valid_until and now < row.previous_valid_until):

@@ -16,8 +16,8 @@ from app.db import utcnow
 from app.models import OutboxEvent
 from app.models.base import new_id
 from app.services.webhooks.sealing import seal, unseal
+from app.services.unit_of_work import UnitOfWork
 from app.services.wire import format_timestamp
-from app.statements import defer
 
 EVENT_TYPES = (
     "customer.created", "reward.adjusted",
@@ -61,7 +61,6 @@ def forgotten(event_type: str, payload: str) -> str | None:
     return _with_sealed_fields(event_type, payload, lambda _: None)
 
 
-
 _INSERT = insert(OutboxEvent.__table__)
 
 
@@ -91,10 +90,10 @@ def record_event(session: Session, company_id: str, event_type: str, data: dict,
     values = {"company_id": company_id, "id": new_id(), "type": event_type, "created_at": now,
               "dispatched_at": None,
               "payload": _dump({"type": event_type, "timestamp": format_timestamp(now), "data": data})}
-    # A statement built once, sent with the transaction's next round trip: no ORM unit of
-    # work on the register's path.
-    defer(session, _INSERT, values)
+    # Written with the transaction's next statement; handed to the delivery queue once the
+    # transaction has committed (app/services/unit_of_work.py).
+    work = UnitOfWork.of(session)
+    work.defer(_INSERT, values)
     event = RecordedEvent(company_id, values["id"], event_type, values["payload"], now)
-    # The app enqueues delivery of these ids once the transaction has committed.
-    session.info.setdefault("recorded_events", []).append(event)
+    work.events.append(event)
     return event

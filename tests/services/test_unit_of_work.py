@@ -1,13 +1,18 @@
-"""app.statements.run: prebuilt statements straight on the driver behave as Connection.execute
+"""The unit of work: prebuilt statements straight on the driver behave as Connection.execute
 does for what the register's path uses (rows by name, rowcount, errors, listeners); deferred
-writes are in place before anything reads, go with a commit, and go away with a rollback."""
+writes are in place for its next statement, go with a flush or a commit, and go away with a
+rollback; a locked account's changes are never lost, whenever they are made."""
+from datetime import timedelta
+
 import pytest
-from sqlalchemy import bindparam, event, insert, select, update
+from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from app.db import utcnow
-from app.models import Company
-from app.statements import defer, run
+from app.models import Company, LedgerEntry, RewardAccount
+from app.services.customers import profiles
+from app.services.rewards import ledger, verification
+from app.services.unit_of_work import UnitOfWork
 
 COMPANIES = Company.__table__
 _ADD = insert(COMPANIES)
@@ -25,6 +30,14 @@ def session(app):
     session.close()
 
 
+def run(session, statement, params=None):
+    return UnitOfWork.of(session).run(statement, params)
+
+
+def defer(session, statement, params):
+    UnitOfWork.of(session).defer(statement, params)
+
+
 def test_rows_rowcount_and_the_listeners(app, session):
     seen = []
     engine = app.extensions["engine"]
@@ -38,7 +51,7 @@ def test_rows_rowcount_and_the_listeners(app, session):
         run(session, _ADD, {"id": "c-2", "name": "Two", "created_at": now})
         row = run(session, _NAMED, {"name": "One"}).one()
         assert (row.id, row.name, row[0]) == ("c-1", "One", "c-1")
-        assert row.since == now  # the same instant (PostgreSQL gives it in the server's zone)
+        assert row.since == now and row.since.utcoffset() == timedelta(0)  # UTC on both
         assert run(session, _NAMED, {"name": "none"}).first() is None
         assert run(session, _NAMED, {"name": "Two"}).scalar() == "c-2"
         assert [tuple(r)[:2] for r in run(session, _NAMED, {"name": "Two"})] == [("c-2", "Two")]
@@ -75,7 +88,8 @@ def test_deferred_writes_are_in_place_for_whatever_reads_next(app, session):
     defer(session, _RENAME, {"old": "Two", "new": "Deux"})
     assert run(session, _NAMED, {"name": "Deux"}).scalar() == "c-2"  # a prebuilt read
     defer(session, _ADD, {"id": "c-3", "name": "Three", "created_at": now})
-    assert _names(session) == ["Deux", "One", "Three"]  # an ORM read
+    session.flush()  # sends them for the ORM's reads
+    assert _names(session) == ["Deux", "One", "Three"]
 
 
 def test_deferred_writes_share_the_next_round_trip_on_postgresql(app, session):
@@ -110,6 +124,62 @@ def test_a_commit_sends_them_and_a_rollback_drops_them(app, session):
 def test_a_failing_deferred_write_fails_the_statement_that_carries_it(session):
     now = utcnow()
     run(session, _ADD, {"id": "c-1", "name": "One", "created_at": now})
-    with pytest.raises(IntegrityError):
-        defer(session, _ADD, {"id": "c-1", "name": "Again", "created_at": now})  # SQLite: here
-        run(session, _NAMED, {"name": "One"})  # PostgreSQL: with the statement carrying it
+    defer(session, _ADD, {"id": "c-1", "name": "Again", "created_at": now})  # nothing yet
+    with pytest.raises(IntegrityError):  # on both databases
+        run(session, _NAMED, {"name": "One"})
+
+
+# Accounts: one object per account and transaction, written out whenever it changed
+
+@pytest.fixture
+def customer_id(app, tenant):
+    session = app.extensions["session_factory"]()
+    made = profiles.enrol_customer(session, tenant.company_id, phone="+79120000001",
+                                   first_name="Анна", now=utcnow())
+    session.commit()
+    session.close()
+    return made.customer.id
+
+
+def _stored(app, company_id, customer_id):
+    session = app.extensions["session_factory"]()
+    try:
+        account = session.get(RewardAccount, (company_id, customer_id))
+        entries = session.scalar(select(func.count()).select_from(LedgerEntry).where(
+            LedgerEntry.customer_id == customer_id))
+        return account.available, entries, verification.verify(session, company_id)
+    finally:
+        session.close()
+
+
+def test_a_change_after_the_account_was_written_out_is_written_too(app, tenant, customer_id):
+    session = app.extensions["session_factory"]()
+    now = utcnow()
+    work = UnitOfWork.of(session)
+    account = ledger.lock(work, tenant.company_id, customer_id, now)
+    ledger.post(account, type="ADJUSTMENT", amount=500, now=now, basis="first")
+    work.write_out()  # what an idempotent request does before completing its record
+    session.flush()
+    ledger.post(account, type="ADJUSTMENT", amount=700, now=now, basis="after the write-out")
+    session.commit()
+    session.close()
+    assert _stored(app, tenant.company_id, customer_id) == (1200, 2, [])
+
+
+def test_an_account_locked_twice_is_one_account(app, tenant, customer_id, session):
+    now = utcnow()
+    work = UnitOfWork.of(session)
+    first = ledger.lock(work, tenant.company_id, customer_id, now)
+    ledger.post(first, type="ADJUSTMENT", amount=300, now=now, basis="credit")
+    again = ledger.lock(work, tenant.company_id, customer_id, now)
+    assert again is first and again.available == 300
+
+
+def test_a_rollback_forgets_the_locked_accounts(app, tenant, customer_id, session):
+    now = utcnow()
+    account = ledger.lock(UnitOfWork.of(session), tenant.company_id, customer_id, now)
+    ledger.post(account, type="ADJUSTMENT", amount=300, now=now, basis="dropped")
+    session.rollback()
+    assert UnitOfWork.of(session).accounts == {}
+    session.commit()
+    assert _stored(app, tenant.company_id, customer_id) == (0, 0, [])

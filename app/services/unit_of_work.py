@@ -1,0 +1,264 @@
+"""The register's unit of work: one transaction's connection, statements, deferred writes,
+locked accounts and recorded events, written out in one place.
+
+Why it exists: on the register's path our own Python is the bottleneck (docs/performance.md),
+so statements are built once and sent straight to the driver, and writes nothing waits on
+travel with the transaction's next statement instead of costing round trips of their own.
+Everything off that path uses the ORM session as usual; this object shares its transaction.
+
+- `run(statement, params)` sends the deferred writes and then `statement`; rows come back as
+  named tuples of the driver's values (times are UTC: the engine's connections speak UTC).
+- `defer(statement, params)` queues a write that no caller waits on (no rows, no count, no
+  error it would catch).
+- `ledger.lock` puts an account here (once per transaction: a second lock of the same account
+  is the same object); `ledger.post`, `reserve`, `unreserve` change it in memory.
+- `write_out()` queues every account changed since it was last written, with its new entries.
+  Idempotent requests write out before completing their record, so all of it goes in that
+  statement's round trip; `WorkSession.commit` writes out whatever changed after that (a
+  change is never lost), sends what is queued, commits, and keeps the recorded events for
+  the after-commit hand-over to the delivery queue.
+
+The one difference between the databases: PostgreSQL takes the queued writes and the next
+statement as one string (one round trip); SQLite's driver runs one statement per call, so
+there they go one by one just before it. Either way they run at the same moment in the
+transaction, and fail there.
+"""
+from __future__ import annotations
+
+import re
+from collections import namedtuple
+
+from sqlalchemy import Engine, exc
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.services.rewards.account import Account
+
+_PREPARED: dict = {}
+_PARAMETER = re.compile(r"%\((\w+)\)s")
+_MOST_PREPARED = 2000  # statements are built once, so this is never reached; a guard only
+
+
+class Rows:
+    __slots__ = ("rows", "rowcount")
+
+    def __init__(self, rows: list, rowcount: int):
+        self.rows, self.rowcount = rows, rowcount
+
+    def first(self):
+        return self.rows[0] if self.rows else None
+
+    def one(self):
+        if len(self.rows) != 1:
+            raise (exc.NoResultFound if not self.rows else exc.MultipleResultsFound)(
+                f"expected one row, got {len(self.rows)}")
+        return self.rows[0]
+
+    def all(self) -> list:
+        return self.rows
+
+    def scalar(self):
+        return self.rows[0][0] if self.rows else None
+
+    def __iter__(self):
+        return iter(self.rows)
+
+
+class _Prepared:
+    """A statement compiled once for PostgreSQL, with its parameters' type processors."""
+
+    __slots__ = ("statement", "compiled", "sql", "processors", "row_types", "direct", "renamed")
+
+    def __init__(self, statement, compiled, dialect):
+        # Holding the statement keeps its id from being reused while it is cached.
+        self.statement = statement
+        self.compiled = compiled
+        self.sql = compiled.string
+        self.direct = not (compiled.literal_execute_params or compiled.positional
+                           or "POSTCOMPILE" in self.sql)
+        escaped = compiled.escaped_bind_names or {}
+        processors = ((name, bind.type.dialect_impl(dialect).bind_processor(dialect))
+                      for name, bind in compiled.binds.items())
+        self.processors = [(escaped.get(name, name), process)
+                           for name, process in processors if process is not None]
+        self.row_types: dict = {}
+        self.renamed: dict[int, str] = {}
+
+    def values(self, params: dict) -> dict:
+        values = self.compiled.construct_params(params)
+        for name, process in self.processors:
+            if name in values:
+                values[name] = process(values[name])
+        return values
+
+    def sql_as(self, prefix: int) -> str:
+        """The SQL with its parameters renamed apart, to share a string with others."""
+        sql = self.renamed.get(prefix)
+        if sql is None:
+            sql = self.renamed[prefix] = _PARAMETER.sub(
+                lambda name: f"%(d{prefix}_{name.group(1)})s", self.sql)
+        return sql
+
+
+def _prepare(dialect, statement, params: dict) -> _Prepared:
+    keys = tuple(params) if statement.is_insert else None
+    key = (id(statement), keys)
+    prepared = _PREPARED.get(key)
+    if prepared is None or prepared.statement is not statement:
+        if len(_PREPARED) >= _MOST_PREPARED:
+            _PREPARED.clear()
+        compiled = statement.compile(dialect=dialect,
+                                     column_keys=list(keys) if keys is not None else None)
+        prepared = _PREPARED[key] = _Prepared(statement, compiled, dialect)
+    return prepared
+
+
+def _rows(params: dict | list[dict]) -> list[dict]:
+    return params if isinstance(params, list) else [params]
+
+
+class UnitOfWork:
+    """What one transaction does on the register's path (see the module's note)."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.connection = session.connection()
+        self.postgresql = self.connection.dialect.name == "postgresql"
+        self.deferred: list = []  # (statement, params) until sent
+        self.accounts: dict[tuple[str, str], Account] = {}
+        self.events: list = []  # outbox.RecordedEvent, handed over once committed
+
+    @classmethod
+    def of(cls, session: WorkSession) -> UnitOfWork:
+        """The unit of work of the session's current transaction, begun on first use."""
+        work = session.work
+        if work is None:
+            work = session.work = cls(session)
+        return work
+
+    def run(self, statement, params: dict | list | None = None):
+        """`statement` now, after whatever is deferred: its rows and count."""
+        if not self.postgresql or not isinstance(params, dict):
+            self.send()
+            return self.connection.execute(statement, params)
+        prepared = _prepare(self.connection.dialect, statement, params)
+        if not prepared.direct:
+            self.send()
+            return self.connection.execute(statement, params)
+        return self._send(prepared, prepared.values(params))
+
+    def defer(self, statement, params: dict | list[dict]) -> None:
+        """A write nothing waits on (a list of rows: one statement for them all), sent with
+        the transaction's next statement."""
+        self.deferred.append((statement, params))
+
+    def send(self) -> None:
+        """What is deferred, now."""
+        if not self.deferred:
+            return
+        if self.postgresql and all(
+                _prepare(self.connection.dialect, statement, row).direct
+                for statement, params in self.deferred for row in _rows(params)):
+            self._send(None, None)
+            return
+        pending, self.deferred = self.deferred, []
+        for statement, params in pending:
+            self.connection.execute(statement, params)
+
+    def write_out(self) -> None:
+        """Queue every account changed since it was last written, with its new entries."""
+        for account in self.accounts.values():
+            for statement, params in account.writes():
+                self.defer(statement, params)
+
+    def finish(self) -> None:
+        """Before commit: write out what is left and send it."""
+        self.write_out()
+        self.send()
+
+    def _send(self, prepared: _Prepared | None, values: dict | None):
+        """PostgreSQL: the deferred writes and then `prepared` (if any) as one string, one
+        round trip. Its rows and count are the last statement's."""
+        connection = self.connection
+        if self.deferred:
+            parts = [(_prepare(connection.dialect, statement, row), row)
+                     for statement, params in self.deferred for row in _rows(params)]
+            parts = [(part, part.values(row)) for part, row in parts]
+            self.deferred = []
+            if prepared is not None:
+                parts.append((prepared, values))
+            sql = ";\n".join(part.sql_as(index) for index, (part, _) in enumerate(parts))
+            values = {f"d{index}_{name}": value for index, (_, given) in enumerate(parts)
+                      for name, value in given.items()}
+        else:
+            sql = prepared.sql
+        # The engine's statement listeners (the round-trip counts of the tests) see it too.
+        for listener in connection.engine.dispatch.before_cursor_execute:
+            listener(connection, None, sql, values, None, False)
+
+        dbapi_connection = connection.connection.dbapi_connection
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(sql, values)
+            rows = []
+            if cursor.description is not None:
+                names = tuple(column[0] for column in cursor.description)
+                row_type = prepared.row_types.get(names)
+                if row_type is None:
+                    row_type = prepared.row_types[names] = namedtuple("Row", names, rename=True)
+                rows = [row_type._make(row) for row in cursor.fetchall()]
+            return Rows(rows, cursor.rowcount)
+        except connection.dialect.loaded_dbapi.Error as error:
+            disconnected = connection.dialect.is_disconnect(error, dbapi_connection, cursor)
+            wrapped = exc.DBAPIError.instance(sql, values, error,
+                                              connection.dialect.loaded_dbapi.Error,
+                                              connection_invalidated=disconnected)
+            if disconnected:
+                connection.invalidate(wrapped)
+            raise wrapped from error
+        finally:
+            cursor.close()
+
+
+class WorkSession(Session):
+    """The session of a request or a job, and of its unit of work. `flush` and `commit` send
+    the unit of work's writes (accounts written out first) before the ORM's own; a commit
+    keeps the events recorded in `committed_events` for the after-commit hand-over
+    (app.delivery_queue.hand_over_events); a rollback or close forgets the unit of work.
+    ORM reads see the unit of work's writes once they are sent: at its next statement, a
+    flush or the commit."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.work: UnitOfWork | None = None
+        self.committed_events: list = []
+
+    def flush(self, objects=None) -> None:
+        if self.work is not None:
+            self.work.finish()
+        super().flush(objects)
+
+    def commit(self) -> None:
+        work = self.work
+        if work is not None:
+            work.finish()
+        super().commit()
+        self.work = None
+        if work is not None:
+            self.committed_events.extend(work.events)
+
+    def rollback(self) -> None:
+        self.work = None
+        super().rollback()
+
+    def close(self) -> None:
+        self.work = None
+        super().close()
+
+    def take_committed_events(self) -> list:
+        """The events committed since the last call, for the delivery queue."""
+        events, self.committed_events = self.committed_events, []
+        return events
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[WorkSession]:
+    return sessionmaker(engine, class_=WorkSession, expire_on_commit=False, autoflush=False)
