@@ -8,7 +8,6 @@ from app.api.base import Blueprint, ErrorResponse
 from app.api.catalog_schemas import CatalogSyncRequest, CatalogSyncResponse
 from app.db import request_session, utcnow
 from app.services.locations import catalog
-from app.services.webhooks.outbox import record_event
 
 blp = Blueprint("catalog", __name__, url_prefix="/v1", description="Product catalog")
 
@@ -23,7 +22,5 @@ class CatalogSyncs(MethodView):
         """Replace the store's catalog with this snapshot: listed items are created or updated,
         absent ones removed; the counts say which."""
         session = request_session()
-        sync = catalog.sync_catalog(session, g.company_id, body["storeId"], body["items"],
+        return catalog.sync_catalog(session, g.company_id, body["storeId"], body["items"],
                                     allow_empty=body["allowEmpty"], now=utcnow())
-        record_event(session, g.company_id, "catalog.synced", CatalogSyncResponse().dump(sync))
-        return sync

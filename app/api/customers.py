@@ -9,20 +9,17 @@ from app.api.customers_schemas import (CreateCustomerRequest, CustomerDirectoryA
                                        CustomerDirectoryResponse, CustomerResponse, CustomerSearchArgs)
 from app.db import request_session, utcnow
 from app.services.customers import profiles
-from app.services.webhooks.outbox import record_event
 
 blp = Blueprint("customers", __name__, url_prefix="/v1", description="Customers")
 
 
-def card_url(token: str) -> str:
-    """The absolute address of the shopper's card page, on the configured public address: the
-    request's Host header is the caller's to choose, and the link reaches shoppers."""
-    return current_app.config["SETTINGS"].public_base_url + "/cards/" + token
+def _public_base_url() -> str:
+    return current_app.config["SETTINGS"].public_base_url
 
 
 def present(found: profiles.CustomerBalance) -> dict:
     return {"customer": found.customer, "balance": found.balance,
-            "card_url": card_url(found.customer.card_token)}
+            "card_url": profiles.card_url(_public_base_url(), found.customer.card_token)}
 
 
 @blp.route("/customers")
@@ -32,14 +29,12 @@ class Customers(MethodView):
     @blp.response(201, CustomerResponse)
     def post(self, body):
         """Enrol a customer by Russian phone number, with an empty bonus account."""
-        session = request_session()
         created = profiles.enrol_customer(
-            session, g.company_id, phone=body["phone"], first_name=body["firstName"],
+            request_session(), g.company_id, phone=body["phone"], first_name=body["firstName"],
             last_name=body.get("lastName"), birth_date=body.get("birthDate"), email=body.get("email"),
-            enrollment_challenge_id=body.get("enrollmentChallengeId"), now=utcnow())
-        view = present(created)
-        record_event(session, g.company_id, "customer.created", CustomerResponse().dump(view))
-        return view
+            enrollment_challenge_id=body.get("enrollmentChallengeId"),
+            public_base_url=_public_base_url(), now=utcnow())
+        return present(created)
 
     @blp.operation(scope="customers:read")
     @blp.arguments(CustomerDirectoryArgs, location="query")

@@ -11,7 +11,6 @@ from app.api.rewards_schemas import (RewardAccountResponse, RewardActivityPageRe
 from app.db import request_session, utcnow
 from app.services.rewards import accounts
 from app.services.wire import Balance
-from app.services.webhooks.outbox import record_event
 
 blp = Blueprint("rewards", __name__, url_prefix="/v1", description="Reward accounts")
 
@@ -32,12 +31,9 @@ class RewardAdjustments(MethodView):
     @blp.response(201, RewardAdjustmentResponse)
     def post(self, body, customer_id):
         """Credit or debit bonuses by hand, with the reason; never below the available balance."""
-        session = request_session()
-        entry, account = accounts.adjust(session, g.company_id, customer_id, amount=body["amount"],
-                                        basis=body["basis"], now=utcnow())
-        view = {"entry": entry, "balance": Balance.of(account)}
-        record_event(session, g.company_id, "reward.adjusted", RewardAdjustmentResponse().dump(view))
-        return view
+        entry, account = accounts.adjust(request_session(), g.company_id, customer_id,
+                                         amount=body["amount"], basis=body["basis"], now=utcnow())
+        return {"entry": entry, "balance": Balance.of(account)}
 
 
 @blp.route("/customers/<customer_id>/reward-activities")

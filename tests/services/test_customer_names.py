@@ -15,13 +15,15 @@ from app.services.customers import profiles
 from tests.conftest import ON_POSTGRES
 from tests.customer_names import names_out_of_step
 
+CARDS = "http://127.0.0.1:8000"  # where card links point
+
 BEFORE = "0007_gift_card_misses"
 
 
 def _enrol(app, company_id, phone, first_name, last_name=None):
     session = app.extensions["session_factory"]()
     made = profiles.enrol_customer(session, company_id, phone=phone, first_name=first_name,
-                                    last_name=last_name, now=utcnow())
+                                    last_name=last_name, public_base_url=CARDS, now=utcnow())
     session.commit()
     session.close()
     return made.customer
@@ -142,7 +144,8 @@ def test_customers_enrolled_in_the_same_instant_are_listed_by_card_number_every_
     now = utcnow()
     with app.extensions["session_factory"]() as session:
         made = [profiles.enrol_customer(session, tenant.company_id, phone=f"+7912000000{i}",
-                                         first_name="Анна", now=now).customer for i in range(4)]
+                                         first_name="Анна", public_base_url=CARDS,
+                                         now=now).customer for i in range(4)]
         session.commit()
         expected = [c.id for c in sorted(made, key=lambda c: c.card_number)]
         for query in [None, "анна", "912"]:

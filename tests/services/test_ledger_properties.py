@@ -16,6 +16,8 @@ from app.services.rewards import accounts, ledger, verification
 from app.services.errors import Conflict
 from app.services.unit_of_work import UnitOfWork
 
+CARDS = "http://127.0.0.1:8000"  # where card links point
+
 amounts = st.integers(min_value=1, max_value=100_000)
 operations = st.lists(st.one_of(
     st.tuples(st.just("credit"), amounts),
@@ -33,7 +35,7 @@ def test_any_sequence_leaves_the_ledger_consistent(app, tenant, steps):
     session = app.extensions["session_factory"]()
     company_id = tenant.company_id
     customer_id = profiles.enrol_customer(session, company_id, phone=next(phones), first_name="Ян",
-                                           now=utcnow()).customer.id
+                                           public_base_url=CARDS, now=utcnow()).customer.id
     session.commit()
     available = pending = 0
     try:

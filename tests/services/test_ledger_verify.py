@@ -12,11 +12,14 @@ from app.services.rewards import accounts, ledger, verification
 from app.services.unit_of_work import UnitOfWork
 from worker.periodic import TASKS, mature_rewards, run_periodic_tasks
 
+CARDS = "http://127.0.0.1:8000"  # where card links point
+
 
 def _customer(app, company_id, phone, credit=0):
     session = app.extensions["session_factory"]()
     now = utcnow()
-    made = profiles.enrol_customer(session, company_id, phone=phone, first_name="Анна", now=now)
+    made = profiles.enrol_customer(session, company_id, phone=phone, first_name="Анна",
+                                   public_base_url=CARDS, now=now)
     if credit:
         accounts.adjust(session, company_id, made.customer.id, amount=credit, basis="opening", now=now)
     session.commit()

@@ -14,6 +14,8 @@ from app.services.customers import profiles
 from app.services.rewards import ledger, verification
 from app.services.unit_of_work import UnitOfWork
 
+CARDS = "http://127.0.0.1:8000"  # where card links point
+
 COMPANIES = Company.__table__
 _ADD = insert(COMPANIES)
 _NAMED = select(COMPANIES.c.id, COMPANIES.c.name, COMPANIES.c.created_at.label("since")).where(
@@ -135,7 +137,7 @@ def test_a_failing_deferred_write_fails_the_statement_that_carries_it(session):
 def customer_id(app, tenant):
     session = app.extensions["session_factory"]()
     made = profiles.enrol_customer(session, tenant.company_id, phone="+79120000001",
-                                   first_name="Анна", now=utcnow())
+                                   first_name="Анна", public_base_url=CARDS, now=utcnow())
     session.commit()
     session.close()
     return made.customer.id

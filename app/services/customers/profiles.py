@@ -16,7 +16,8 @@ from app.services.rewards import ledger
 from app.services.customers import otp, phones
 from app.services.errors import Conflict, NotFound
 from app.services.rewards.accounts import LARGEST_BALANCE, fresh
-from app.services.wire import Balance
+from app.services.webhooks.outbox import record_event
+from app.services.wire import Balance, format_timestamp
 from app.services.unit_of_work import UnitOfWork
 
 CARD_NUMBER_TRIES = 5
@@ -46,6 +47,23 @@ class CustomerBalance:
     balance: Balance
 
 
+def card_url(public_base_url: str, token: str) -> str:
+    """The absolute address of the shopper's card page, on the configured public address (the
+    request's Host header is the caller's to choose, and the link reaches shoppers)."""
+    return public_base_url + "/cards/" + token
+
+
+def customer_as_json(found: CustomerBalance, public_base_url: str) -> dict:
+    """The customer as CustomerResponse shows it."""
+    customer = found.customer
+    return {"id": customer.id, "phone": customer.phone, "firstName": customer.first_name,
+            "lastName": customer.last_name,
+            "birthDate": customer.birth_date.isoformat() if customer.birth_date else None,
+            "email": customer.email, "cardNumber": customer.card_number,
+            "cardUrl": card_url(public_base_url, customer.card_token),
+            "balance": found.balance.as_json(), "createdAt": format_timestamp(customer.created_at)}
+
+
 def ensure_not_enrolled(session: Session, company_id: str, phone: str) -> None:
     """409 customer_exists (with the customer's id) when the phone is enrolled already."""
     existing = session.scalar(_ID_BY_PHONE, {"company_id": company_id, "phone": phone})
@@ -57,10 +75,11 @@ def ensure_not_enrolled(session: Session, company_id: str, phone: str) -> None:
 def enrol_customer(session: Session, company_id: str, *, phone: str, first_name: str,
                    last_name: str | None = None, birth_date: date | None = None,
                    email: str | None = None, enrollment_challenge_id: str | None = None,
-                   now: datetime) -> CustomerBalance:
+                   public_base_url: str, now: datetime) -> CustomerBalance:
     """A customer with a loyalty card and an empty bonus account, in one transaction. When the
     program requires OTP (or a challenge is named anyway) a confirmed, unused ENROLLMENT
-    challenge for the phone is spent."""
+    challenge for the phone is spent. Emits customer.created, whose card link is on
+    `public_base_url`."""
     ensure_not_enrolled(session, company_id, phone)
     program = companies.get_program(session, company_id)
     if program.enrollment_requires_otp or enrollment_challenge_id:
@@ -79,7 +98,10 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
                 record_names(session, company_id, [customer.id])
                 account = ledger.open_account(UnitOfWork.of(session), company_id, customer.id, now)
                 session.flush()
-            return CustomerBalance(customer, Balance.of(account))
+            created = CustomerBalance(customer, Balance.of(account))
+            record_event(session, company_id, "customer.created",
+                         customer_as_json(created, public_base_url))
+            return created
         except IntegrityError:
             ensure_not_enrolled(session, company_id, phone)
             if attempt == CARD_NUMBER_TRIES:

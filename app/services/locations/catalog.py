@@ -20,6 +20,8 @@ from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 from app.db import UtcDateTime
 from app.models import CatalogItem, CatalogSync, Store
 from app.services.errors import InvalidField, NotFound
+from app.services.webhooks.outbox import record_event
+from app.services.wire import format_timestamp
 
 MAX_ITEMS = 100_000
 
@@ -93,7 +95,15 @@ def sync_catalog(session: Session, company_id: str, store_id: str,
                        unchanged=len(entries) - created - updated, created_at=now)
     session.add(sync)
     session.flush()
+    record_event(session, company_id, "catalog.synced", sync_as_json(sync))
     return sync
+
+
+def sync_as_json(sync: CatalogSync) -> dict:
+    """The sync as CatalogSyncResponse shows it."""
+    return {"id": sync.id, "storeId": sync.store_id, "received": sync.received,
+            "created": sync.created, "updated": sync.updated, "removed": sync.removed,
+            "unchanged": sync.unchanged, "syncedAt": format_timestamp(sync.created_at)}
 
 
 def _check_snapshot(entries: Sequence[CatalogEntry], allow_empty: bool) -> None:

@@ -12,6 +12,8 @@ from app.services.rewards import ledger
 from app.services.rewards.account import Account
 from app.services.errors import InvalidField, NotFound
 from app.services.unit_of_work import UnitOfWork
+from app.services.webhooks.outbox import record_event
+from app.services.wire import Balance, format_amount, format_timestamp
 
 # Balances are kept in a signed 64-bit column.
 LARGEST_BALANCE = 2 ** 63 - 1
@@ -60,7 +62,16 @@ def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, 
         entry = ledger.post(account, type="ADJUSTMENT", amount=amount, now=now, basis=basis)
     else:
         entry = ledger.debit_available(account, -amount, type="ADJUSTMENT", now=now, basis=basis)
+    record_event(session, company_id, "reward.adjusted", adjustment_as_json(entry, account))
     return entry, account
+
+
+def adjustment_as_json(entry: dict, account: Account) -> dict:
+    """The adjustment as RewardAdjustmentResponse shows it."""
+    return {"id": entry["id"], "customerId": entry["customer_id"],
+            "amount": format_amount(entry["amount"]), "basis": entry["basis"],
+            "balance": Balance.of(account).as_json(),
+            "createdAt": format_timestamp(entry["created_at"])}
 
 
 def activities(session: Session, company_id: str, customer_id: str, *, offset: int, limit: int,
