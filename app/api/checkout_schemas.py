@@ -84,18 +84,19 @@ class CommitSaleRequest(Schema):
 
 class CheckoutSessionResponse(Schema):
     id = ma.fields.String(required=True)
-    externalReceiptId = ma.fields.String(required=True)
-    customerId = ma.fields.String(required=True)
-    terminalId = ma.fields.String(required=True, allow_none=True)
-    storeId = ma.fields.String(required=True, allow_none=True)
-    cashierId = ma.fields.String(required=True, allow_none=True)
+    externalReceiptId = ma.fields.String(attribute="external_receipt_id", required=True)
+    customerId = ma.fields.String(attribute="customer_id", required=True)
+    terminalId = ma.fields.String(attribute="terminal_id", required=True, allow_none=True)
+    storeId = ma.fields.String(attribute="store_id", required=True, allow_none=True)
+    cashierId = ma.fields.String(attribute="cashier_id", required=True, allow_none=True)
     state = ma.fields.String(required=True, validate=ma.validate.OneOf(SESSION_STATES))
-    expiresAt = Timestamp(required=True, metadata={"description": "createdAt + 24 h"})
-    createdAt = Timestamp(required=True)
+    expiresAt = Timestamp(attribute="expires_at", required=True,
+                          metadata={"description": "createdAt + 24 h"})
+    createdAt = Timestamp(attribute="created_at", required=True)
 
 
 class QuoteLineResponse(Schema):
-    lineId = ma.fields.String(required=True)
+    lineId = ma.fields.String(attribute="line_id", required=True)
     amount = Amount(required=True)
     redeemable = Amount(required=True)
     discount = Amount(required=True)
@@ -106,55 +107,57 @@ class QuoteLineResponse(Schema):
 
 class QuoteRedemption(Schema):
     allowed = ma.fields.Boolean(required=True)
-    restrictionReason = ma.fields.String(required=True, allow_none=True,
+    restrictionReason = ma.fields.String(attribute="restriction_reason", required=True,
+                                         allow_none=True,
                                          validate=ma.validate.OneOf(RESTRICTION_REASONS))
 
 
 class QuoteResponse(Schema):
     id = ma.fields.String(required=True)
-    checkoutSessionId = ma.fields.String(required=True)
+    checkoutSessionId = ma.fields.String(attribute="checkout_session_id", required=True)
     lines = ma.fields.List(ma.fields.Nested(QuoteLineResponse), required=True)
-    totalAmount = Amount(required=True)
+    totalAmount = Amount(attribute="total_amount", required=True)
     redeemable = Amount(required=True)
     discount = Amount(required=True)
     accrual = Amount(required=True)
-    redemption = ma.fields.Nested(QuoteRedemption, required=True)
-    createdAt = Timestamp(required=True)
+    redemption = ma.fields.Nested(QuoteRedemption, required=True)  # QuoteResource.redemption
+    createdAt = Timestamp(attribute="created_at", required=True)
 
 
 class HoldResponse(Schema):
     id = ma.fields.String(required=True)
-    checkoutSessionId = ma.fields.String(required=True)
-    customerId = ma.fields.String(required=True)
+    checkoutSessionId = ma.fields.String(attribute="checkout_session_id", required=True)
+    customerId = ma.fields.String(attribute="customer_id", required=True)
     amount = Amount(required=True)
     state = ma.fields.String(required=True, validate=ma.validate.OneOf(HOLD_STATES))
-    expiresAt = Timestamp(required=True)
-    createdAt = Timestamp(required=True)
-    releasedAt = Timestamp(required=True, allow_none=True)
+    expiresAt = Timestamp(attribute="expires_at", required=True)
+    createdAt = Timestamp(attribute="created_at", required=True)
+    releasedAt = Timestamp(attribute="released_at", required=True, allow_none=True)
 
 
 class SaleLineResponse(Schema):
-    lineId = ma.fields.String(required=True)
+    lineId = ma.fields.String(attribute="line_id", required=True)
     sku = ma.fields.String(required=True, allow_none=True)
     quantity = Quantity(required=True)
     amount = Amount(required=True)
     discount = Amount(required=True)
     accrual = Amount(required=True)
-    returnedQuantity = Quantity(required=True, allow_zero=True,
+    returnedQuantity = Quantity(attribute="returned_quantity", required=True, allow_zero=True,
                                 metadata={"description": "Returned so far; 0.000 until a return"})
 
 
 class SaleResponse(Schema):
     id = ma.fields.String(required=True)
-    checkoutSessionId = ma.fields.String(required=True)
-    externalReceiptId = ma.fields.String(required=True)
-    customerId = ma.fields.String(required=True)
+    checkoutSessionId = ma.fields.String(attribute="checkout_session_id", required=True)
+    externalReceiptId = ma.fields.String(attribute="external_receipt_id", required=True)
+    customerId = ma.fields.String(attribute="customer_id", required=True)
     state = ma.fields.String(required=True, validate=ma.validate.OneOf(SALE_STATES))
-    totalAmount = Amount(required=True)
+    totalAmount = Amount(attribute="total_amount", required=True)
     redeemed = Amount(required=True)
     accrued = Amount(required=True)
-    accrualAvailableAt = Timestamp(required=True)
+    accrualAvailableAt = Timestamp(attribute="accrual_available_at", required=True)
     lines = ma.fields.List(ma.fields.Nested(SaleLineResponse), required=True)
-    receiptText = ma.fields.List(ma.fields.String(), required=True, metadata={
-        "description": "Lines of at most 40 characters to print: redeemed, accrued, balance after"})
-    committedAt = Timestamp(required=True)
+    receiptText = ma.fields.List(ma.fields.String(), attribute="receipt_text", required=True,
+                                 metadata={"description": "Lines of at most 40 characters to "
+                                           "print: redeemed, accrued, balance after"})
+    committedAt = Timestamp(attribute="committed_at", required=True)

@@ -27,23 +27,24 @@ class CreateReturnRequest(Schema):
 
 
 class ReturnLineResponse(Schema):
-    lineId = ma.fields.String(required=True)
+    lineId = ma.fields.String(attribute="line_id", required=True)
     quantity = Quantity(required=True)
-    restoredRedemption = Amount(required=True)
-    reversedAccrual = Amount(required=True)
+    restoredRedemption = Amount(attribute="restored_redemption", required=True)
+    reversedAccrual = Amount(attribute="reversed_accrual", required=True)
 
 
 class ReturnResponse(Schema):
     id = ma.fields.String(required=True)
-    saleId = ma.fields.String(required=True)
-    customerId = ma.fields.String(required=True)
+    saleId = ma.fields.String(attribute="sale_id", required=True)
+    customerId = ma.fields.String(attribute="customer_id", required=True)
     lines = ma.fields.List(ma.fields.Nested(ReturnLineResponse), required=True)
-    restoredRedemption = Amount(required=True, metadata={
+    restoredRedemption = Amount(attribute="restored_redemption", required=True, metadata={
         "description": "Bonuses spent on the receipt, given back"})
-    reversedAccrual = Amount(required=True, metadata={
+    reversedAccrual = Amount(attribute="reversed_accrual", required=True, metadata={
         "description": "Bonuses earned on the receipt, actually taken back"})
-    forgivenAccrual = Amount(required=True, metadata={
+    forgivenAccrual = Amount(attribute="forgiven_accrual", required=True, metadata={
         "description": "Earned bonuses the clawback policy let the customer keep"})
-    saleState = ma.fields.String(required=True, validate=ma.validate.OneOf(SALE_STATES))
+    saleState = ma.fields.String(attribute="sale_state", required=True,
+                                 validate=ma.validate.OneOf(SALE_STATES))
     balance = ma.fields.Nested(RewardBalance, required=True)
-    createdAt = Timestamp(required=True)
+    createdAt = Timestamp(attribute="created_at", required=True)

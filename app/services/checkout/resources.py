@@ -44,6 +44,10 @@ class QuoteResource:
     restriction_reason: str | None
     created_at: datetime
 
+    @property
+    def redemption(self) -> dict:
+        return {"allowed": self.allowed, "restriction_reason": self.restriction_reason}
+
     def as_json(self) -> dict:
         return {
             "id": self.id, "checkoutSessionId": self.checkout_session_id,
