@@ -9,10 +9,9 @@ from hypothesis import strategies as st
 from app.api.checkout_schemas import (CheckoutSessionResponse, HoldResponse, QuoteResponse,
                                       SaleResponse)
 from app.api.sales_schemas import ReturnResponse, SaleLookupResponse
-from app.db import utcnow
-from app.services.checkout import holds, quotes, returns, sales, sessions
-from app.services.wire import format_amount
-from tests.checkout.test_checkout_properties import (PROPERTY, _lines, _run, receipt_lines,
+from app.services.checkout import holds, quotes, returns, sales
+from tests.checkout.test_checkout_properties import (PROPERTY, _lines, _opened, _run,
+                                                     receipt_lines,
                                                      shop_with_catalog)  # noqa: F401 (fixture)
 
 
@@ -29,12 +28,8 @@ def test_hand_built_bodies_are_what_their_schemas_dump(shop_with_catalog, drawn,
                                                        cap, policy, delay):
     shop = shop_with_catalog
     company = shop.tenant.company_id
-    shop.program(clawback_policy=policy, accrual_delay_days=delay)
-    customer = shop.customer(format_amount(balance))
-    now = utcnow()
-    session = _run(shop, lambda s: sessions.create_session(
-        s, company, external_receipt_id=f"R-{customer}", customer_id=customer, now=now,
-        ttl_seconds=86400, store_id=data.draw(st.sampled_from([shop.store_id, None]), "store")))
+    _, session, now = _opened(shop, balance=balance, policy=policy, delay=delay,
+                              store_id=data.draw(st.sampled_from([shop.store_id, None]), "store"))
     documented(CheckoutSessionResponse(), session)
     quote = _run(shop, lambda s: quotes.quote_receipt(
         s, company, session.id, lines=_lines(drawn), redeem_amount=cap, now=now))

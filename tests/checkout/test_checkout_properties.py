@@ -45,6 +45,18 @@ def _balance(shop, customer):
     return {name: parse_amount(value) for name, value in shop.account(customer).items()}
 
 
+def _opened(shop, *, balance: int, policy: str, delay: int, store_id: str | None):
+    """A customer with `balance` under a program with `policy` and `delay`, and a checkout
+    session of theirs opened now: (customer, session, now)."""
+    shop.program(clawback_policy=policy, accrual_delay_days=delay)
+    customer = shop.customer(format_amount(balance))
+    now = utcnow()
+    session = _run(shop, lambda s: sessions.create_session(
+        s, shop.tenant.company_id, external_receipt_id=f"R-{customer}", customer_id=customer,
+        now=now, ttl_seconds=86400, store_id=store_id))
+    return customer, session, now
+
+
 def _excluded(sku, flag: int) -> bool:
     return sku in CATALOG and not CATALOG[sku][flag]
 
@@ -88,12 +100,8 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
                                                            data, policy, delay):
     shop = shop_with_catalog
     company = shop.tenant.company_id
-    shop.program(clawback_policy=policy, accrual_delay_days=delay)
-    customer = shop.customer(format_amount(balance))
-    now = utcnow()
-    session = _run(shop, lambda s: sessions.create_session(
-        s, company, external_receipt_id=f"R-{customer}", customer_id=customer, now=now,
-        ttl_seconds=86400, store_id=shop.store_id))
+    customer, session, now = _opened(shop, balance=balance, policy=policy, delay=delay,
+                                     store_id=shop.store_id)
     lines = _lines(drawn)
     quote = _run(shop, lambda s: quotes.quote_receipt(
         s, company, session.id, lines=lines, redeem_amount=None, now=now))
