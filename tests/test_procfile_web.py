@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_PEPPER
-from tests.test_make_run import _free_port
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_SECONDS = 60
@@ -33,7 +33,7 @@ def _web_command() -> list[str]:
 @pytest.fixture
 def web(database_url, tmp_path):
     """The web process on a port of its own; yields (base url, log file, its home directory)."""
-    port, home, log = _free_port(), tmp_path / "home", tmp_path / "web.log"
+    port, home, log = free_port(), tmp_path / "home", tmp_path / "web.log"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "REDIS_URL")}
     env.update(DATABASE_URL=database_url, API_KEY_PEPPER=TEST_PEPPER, PORT=str(port),
