@@ -50,7 +50,7 @@ test-postgres: install
 	fi
 
 bench: install
-	@echo "see bench/README.md"
+	@cat bench/README.md
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache

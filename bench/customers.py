@@ -10,7 +10,7 @@ database, the queries the API runs:
 
 Targets: search p99 < 5 ms; a filtered page < 50 ms. Run on demand:
 
-    .venv/bin/python bench/profiles.py [--customers 1000000] [--samples 300] [--http-seconds 10]
+    .venv/bin/python bench/customers.py [--customers 1000000] [--samples 300] [--http-seconds 10]
                                         [--keep | --reuse DATABASE_URL] [--plans]
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@
 - `--scenario dispatch`: events per second turned into deliveries (or found to have no
   endpoint), each event handed to the queue one by one as a request does after its commit.
 
-    .venv/bin/python bench/delivery.py [--scenario deliveries|dispatch] [--count 2000]
+    .venv/bin/python bench/webhook_delivery.py [--scenario deliveries|dispatch] [--count 2000]
         [--worker entry|simple|fork]
 
 `entry` runs `python -m worker` as the Procfile does; `simple` and `fork` run the same entry
