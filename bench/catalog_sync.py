@@ -83,9 +83,9 @@ def timed_sync(app, company_id, store_id, entries) -> tuple[float, tuple]:
 def new_store(app, company_id) -> str:
     session = app.extensions["session_factory"]()
     store = stores.create_store(session, company_id, name=f"Bench {uuid.uuid4().hex[:6]}",
-                                   address="Lenina 1", city="Moscow", latitude=55.7,
-                                   longitude=37.6, channels=[], timezone="Europe/Moscow",
-                                   now=utcnow())
+                                address="Lenina 1", city="Moscow", latitude=55.7,
+                                longitude=37.6, channels=[], timezone="Europe/Moscow",
+                                now=utcnow())
     session.commit()
     session.close()
     return store.id

@@ -92,8 +92,8 @@ def record_events(app, count: int, receiver_port: int | None,
         if receiver_port is not None:
             endpoints.allow_host(session, "127.0.0.1", now=now)
             endpoints.create_endpoint(session, company_id,
-                                     url=f"https://127.0.0.1:{receiver_port}/hook",
-                                     events=["*"], description=None, pepper=PEPPER, now=now)
+                                      url=f"https://127.0.0.1:{receiver_port}/hook",
+                                      events=["*"], description=None, pepper=PEPPER, now=now)
     data = {"id": str(uuid.uuid4()), "phone": "+79123456789", "firstName": "Иван", "lastName": None,
             "balance": {"available": "0.00", "pending": "0.00", "reserved": "0.00"}}
     events = [record_event(session, company_id, "customer.created", data) for _ in range(count)]

@@ -38,7 +38,7 @@ def dispatch_events() -> int:
     for _ in range(DISPATCH_ROUNDS):
         with job_session(app) as session:
             count, deliveries = delivery.dispatch_pending(session, now=utcnow(),
-                                                                  limit=DISPATCH_BATCH)
+                                                          limit=DISPATCH_BATCH)
         enqueue_deliveries(settings, deliveries)
         taken += count
         if count < DISPATCH_BATCH:
@@ -101,7 +101,7 @@ def sweep_outbox(session: Session, now: datetime) -> int:
         return 0
     strays = delivery.has_stray_events(session, older_than=now - EVENT_SWEEP_AGE)
     overdue = delivery.overdue_deliveries(session, due_before=now - DELIVERY_SWEEP_AGE,
-                                                  limit=SWEEP_BATCH)
+                                          limit=SWEEP_BATCH)
     if strays:
         request_dispatch(settings, force=True)  # even if a lost run's request still stands
     enqueue_deliveries(settings, overdue)

@@ -20,4 +20,4 @@ class Cashiers(MethodView):
     def get(self, args):
         """Cashiers by name; they enter the catalog when a register opens a checkout session."""
         return stores.list_cashiers(request_session(), g.company_id, page=args["page"],
-                                       page_size=args["page_size"], query=args.get("query"))
+                                    page_size=args["page_size"], query=args.get("query"))

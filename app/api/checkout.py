@@ -51,8 +51,8 @@ class Quote(MethodView):
         """Price the receipt: per line what bonuses may pay and what it earns; a restricted
         redemption says why and never blocks the sale."""
         return sent(quotes.quote_receipt(request_session(), g.company_id, checkout_session_id,
-                                           lines=body["lines"], redeem_amount=body["redeem_amount"],
-                                           now=utcnow()), 201)
+                                         lines=body["lines"], redeem_amount=body["redeem_amount"],
+                                         now=utcnow()), 201)
 
 
 @blp.route("/checkout-sessions/<checkout_session_id>/hold")
@@ -84,4 +84,4 @@ class Commit(MethodView):
     def post(self, body, checkout_session_id):
         """Fix the sale: capture the hold, spread it over the lines, write the accrual."""
         return sent(sales.commit_sale(request_session(), g.company_id, checkout_session_id,
-                                         quote_id=body["quote_id"], now=utcnow()), 201)
+                                      quote_id=body["quote_id"], now=utcnow()), 201)

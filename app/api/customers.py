@@ -57,4 +57,4 @@ class CustomerSearch(MethodView):
     def get(self, args):
         """The customer with this phone (any spelling), with the current balance."""
         return present(profiles.find_by_phone(request_session(), g.company_id, args["phone"],
-                                               utcnow()))
+                                              utcnow()))

@@ -44,5 +44,5 @@ class RewardActivities(MethodView):
     def get(self, args, customer_id):
         """One page of the ledger, newest first."""
         entries, total = accounts.activities(request_session(), g.company_id, customer_id,
-                                            offset=args["offset"], limit=args["limit"], now=utcnow())
+                                             offset=args["offset"], limit=args["limit"], now=utcnow())
         return {"items": entries, "offset": args["offset"], "limit": args["limit"], "total": total}

@@ -22,7 +22,7 @@ class SaleByReceipt(MethodView):
     def get(self, path, external_receipt_id):
         """The committed sale of a receipt, with what was printed on it."""
         return sent(sales.sale_by_receipt(request_session(), g.company_id,
-                                             path["external_receipt_id"]), 200)
+                                          path["external_receipt_id"]), 200)
 
 
 @blp.route("/sales/<sale_id>/returns")

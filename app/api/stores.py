@@ -29,7 +29,7 @@ class Stores(MethodView):
     def get(self, args):
         """The company's stores, oldest first."""
         return stores.list_stores(request_session(), g.company_id, page=args["page"],
-                                     page_size=args["page_size"])
+                                  page_size=args["page_size"])
 
 
 @blp.route("/place-directory")

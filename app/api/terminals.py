@@ -26,7 +26,7 @@ class Terminals(MethodView):
     def post(self, body):
         """Register a terminal at a store; it is ACTIVE and takes one of the tariff's registers."""
         return stores.create_terminal(request_session(), g.company_id, store_id=body["storeId"],
-                                         name=body["name"], pos_key=body["posKey"], now=utcnow())
+                                      name=body["name"], pos_key=body["posKey"], now=utcnow())
 
     @blp.operation(scope="locations:read")
     @blp.arguments(TerminalListArgs, location="query")
@@ -35,7 +35,7 @@ class Terminals(MethodView):
     def get(self, args):
         """The company's terminals, oldest first, optionally of one store."""
         return stores.list_terminals(request_session(), g.company_id, page=args["page"],
-                                        page_size=args["page_size"], store_id=args.get("storeId"))
+                                     page_size=args["page_size"], store_id=args.get("storeId"))
 
 
 @blp.route("/terminals/<terminal_id>")
@@ -49,5 +49,5 @@ class TerminalById(MethodView):
     def patch(self, body, terminal_id):
         """Rename, move to another store, disable or enable again (within the register limit)."""
         return stores.update_terminal(request_session(), g.company_id, terminal_id,
-                                         now=utcnow(), name=body.get("name"),
-                                         state=body.get("state"), store_id=body.get("storeId"))
+                                      now=utcnow(), name=body.get("name"),
+                                      state=body.get("state"), store_id=body.get("storeId"))

@@ -118,7 +118,7 @@ def test_bonuses_that_have_come_due_show_as_available(client, tenant, db):
 
 
 def test_wallet_link_only_when_a_pass_certificate_is_configured(client, settings, tenant, db,
-                                                                 tmp_path):
+                                                                tmp_path):
     customer = make_customer(db, tenant.company_id)
     html = page(client, customer).get_data(as_text=True)
     assert ".pkpass" not in html

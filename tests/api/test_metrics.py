@@ -94,7 +94,7 @@ def test_requests_are_counted_by_route_template_never_the_raw_path(scraper, tena
 def test_the_outbox_and_deliveries_are_read_at_scrape_time(scraper, db, tenant):
     endpoints.allow_host(db, "hooks.example.com", now=utcnow())
     endpoints.create_endpoint(db, tenant.company_id, url="https://hooks.example.com/h",
-                             events=["*"], description=None, pepper=TEST_PEPPER, now=utcnow())
+                              events=["*"], description=None, pepper=TEST_PEPPER, now=utcnow())
     record_event(db, tenant.company_id, "customer.created", {"id": "c-1"})
     db.commit()
     delivery.dispatch_pending(db, now=utcnow(), limit=10)

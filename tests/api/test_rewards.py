@@ -54,7 +54,7 @@ def test_a_credit_is_available_at_once_and_answers_the_balance_after(client, ten
     assert account(client, tenant, customer["id"])["available"] == "150.50"
     entry = db.scalar(select(LedgerEntry).where(LedgerEntry.id == body["id"]))
     assert (entry.type, entry.status, entry.amount, entry.basis) == ("ADJUSTMENT", "ACTIVE", 15050,
-                                                                      "complaint #12")
+                                                                     "complaint #12")
 
 
 def test_a_debit_takes_from_available(client, tenant, customer):

@@ -87,7 +87,7 @@ class Shop:
     def terminal(self, state: str) -> None:
         self.arrange(lambda s: s.execute(update(Terminal).where(
             Terminal.company_id == self.tenant.company_id, Terminal.id == self.terminal_id)
-            .values(state=state)))
+                                         .values(state=state)))
 
     def age_holds(self, seconds: int = 1, session_id: str | None = None) -> None:
         """Every active hold's (or the session's) time ran out `seconds` ago."""
@@ -105,7 +105,7 @@ class Shop:
                 CheckoutSession.id == session_id))
             held = session.scalars(select(Hold.state).where(
                 Hold.company_id == self.tenant.company_id, Hold.checkout_session_id == session_id)
-                .order_by(Hold.created_at)).all()
+                                   .order_by(Hold.created_at)).all()
             return state, list(held)
         return self.arrange(work)
 
@@ -113,7 +113,7 @@ class Shop:
         """Every session's 24 h ran out `seconds` ago."""
         self.arrange(lambda s: s.execute(update(CheckoutSession).where(
             CheckoutSession.company_id == self.tenant.company_id)
-            .values(expires_at=utcnow() - _seconds(seconds))))
+                                         .values(expires_at=utcnow() - _seconds(seconds))))
 
     def account(self, customer_id: str) -> dict:
         def work(session):

@@ -116,7 +116,7 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
             held = 0
     assert shop.verify() == []
     sale = _run(shop, lambda s: sales.commit_sale(s, company, session.id, quote_id=quote.id,
-                                                     now=now))
+                                                  now=now))
     assert sale.redeemed == held
     assert sum(line.discount for line in sale.lines) == held
     for (sku, amount, _), line in zip(drawn, sale.lines):
@@ -136,7 +136,7 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
         request = [{"line_id": line_id, "quantity": left[line_id] if last else
                     data.draw(st.integers(1, left[line_id]), "quantity")} for line_id in chosen]
         returned = _run(shop, lambda s: returns.return_lines(s, company, sale.id, lines=request,
-                                                            now=now))
+                                                             now=now))
         forgiven += returned.forgiven_accrual
         assert returned.restored_redemption >= 0 and returned.reversed_accrual >= 0
         assert returned.balance.available >= 0 and returned.balance.pending >= 0
@@ -149,7 +149,7 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
         if not left:
             break
     with_returns = _run(shop, lambda s: sales.sale_by_receipt(s, company,
-                                                                sale.external_receipt_id))
+                                                              sale.external_receipt_id))
     assert all(line.returned_quantity == line.quantity for line in with_returns.lines)
     # Everything went back: the customer ends where they began, but for what was forgiven.
     after = _balance(shop, customer)

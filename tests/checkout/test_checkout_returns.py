@@ -120,7 +120,7 @@ def test_a_pending_accrual_is_cancelled_first(register, shop, db):
     assert first["balance"] == {"available": "0.00", "pending": "2.50", "reserved": "0.00"}
     # Fifteen days on the rest has matured: the accrual and its cancellation together.
     account = ledger.lock(UnitOfWork.of(db), shop.tenant.company_id, customer,
-                                  utcnow() + timedelta(days=15))
+                          utcnow() + timedelta(days=15))
     assert (account.available, account.pending) == (250, 0)
     db.commit()
     second = register.return_lines(sale["id"], [("2", "1.5")])

@@ -22,8 +22,8 @@ from tests.conftest import make_tenant
 def store_id(app, tenant):
     session = app.extensions["session_factory"]()
     store = stores.create_store(session, tenant.company_id, name="Main", address="Lenina 1",
-                                   city="Moscow", latitude=55.7, longitude=37.6, channels=[],
-                                   timezone="Europe/Moscow", now=utcnow())
+                                city="Moscow", latitude=55.7, longitude=37.6, channels=[],
+                                timezone="Europe/Moscow", now=utcnow())
     session.commit()
     session.close()
     return store.id

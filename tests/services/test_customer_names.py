@@ -23,7 +23,7 @@ BEFORE = "0007_gift_card_misses"
 def _enrol(app, company_id, phone, first_name, last_name=None):
     session = app.extensions["session_factory"]()
     made = profiles.enrol_customer(session, company_id, phone=phone, first_name=first_name,
-                                    last_name=last_name, public_base_url=CARDS, now=utcnow())
+                                   last_name=last_name, public_base_url=CARDS, now=utcnow())
     session.commit()
     session.close()
     return made.customer
@@ -131,7 +131,7 @@ def test_a_name_page_is_its_slice_of_the_enrolment_order_by_walk_or_by_the_match
                         if query.lower() in f"{c.first_name} {c.last_name or ''}".lower()]
             for offset, limit in [(0, 20), (0, 1), (2, 3), (max(len(expected) - 1, 0), 5), (40, 5)]:
                 page, total = profiles.directory(session, tenant.company_id, query=query,
-                                                  offset=offset, limit=limit, now=utcnow())
+                                                 offset=offset, limit=limit, now=utcnow())
                 session.rollback()
                 assert ([c.customer.id for c in page], total) == (
                     expected[offset:offset + limit], len(expected)), (query, offset, limit)
@@ -144,13 +144,13 @@ def test_customers_enrolled_in_the_same_instant_are_listed_by_card_number_every_
     now = utcnow()
     with app.extensions["session_factory"]() as session:
         made = [profiles.enrol_customer(session, tenant.company_id, phone=f"+7912000000{i}",
-                                         first_name="Анна", public_base_url=CARDS,
-                                         now=now).customer for i in range(4)]
+                                        first_name="Анна", public_base_url=CARDS,
+                                        now=now).customer for i in range(4)]
         session.commit()
         expected = [c.id for c in sorted(made, key=lambda c: c.card_number)]
         for query in [None, "анна", "912"]:
             for offset in range(4):
                 page, total = profiles.directory(session, tenant.company_id, query=query,
-                                                  offset=offset, limit=1, now=now)
+                                                 offset=offset, limit=1, now=now)
                 session.rollback()
                 assert ([c.customer.id for c in page], total) == (expected[offset:offset + 1], 4)

@@ -9,7 +9,7 @@ from redis import Redis
 
 from app.db import utcnow
 from app.services.cards.gift_cards import (MISS_LIMIT, MISS_WINDOW_SECONDS, DatabaseMissCounter,
-                                     RedisMissCounter)
+                                           RedisMissCounter)
 from tests.conftest import REDIS_URL
 
 

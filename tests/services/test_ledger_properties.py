@@ -35,7 +35,7 @@ def test_any_sequence_leaves_the_ledger_consistent(app, tenant, steps):
     session = app.extensions["session_factory"]()
     company_id = tenant.company_id
     customer_id = profiles.enrol_customer(session, company_id, phone=next(phones), first_name="Ян",
-                                           public_base_url=CARDS, now=utcnow()).customer.id
+                                          public_base_url=CARDS, now=utcnow()).customer.id
     session.commit()
     available = pending = 0
     try:

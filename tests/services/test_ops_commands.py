@@ -97,7 +97,7 @@ def test_status_reads_the_worker_heartbeat_from_rq(app):
 def test_repair_names_writes_the_rows_a_rolling_deploy_left_out(app, db, tenant, other_tenant):
     runner = app.test_cli_runner()
     enrolled = [profiles.enrol_customer(db, company_id, phone=phone, first_name="Анна",
-                                         last_name="Петрова", public_base_url=CARDS, now=utcnow()).customer
+                                        last_name="Петрова", public_base_url=CARDS, now=utcnow()).customer
                 for company_id, phone in ((tenant.company_id, "+79120000001"),
                                           (tenant.company_id, "+79120000002"),
                                           (other_tenant.company_id, "+79120000003"))]

@@ -298,8 +298,8 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
     adjustment = api.call("POST", f"/v1/customers/{customer['id']}/reward-adjustments",
                           {"amount": "500.00", "basis": "подарок"})
     store = api.call("POST", "/v1/stores", {"name": "Угловой", "address": "Ленина 1",
-                                             "city": "Москва", "latitude": 55.75,
-                                             "longitude": 37.61})
+                                            "city": "Москва", "latitude": 55.75,
+                                            "longitude": 37.61})
     terminal = api.call("POST", "/v1/terminals", {"storeId": store["id"], "name": "Register 1"})
     sync = api.call("POST", "/v1/catalog-syncs", {"storeId": store["id"], "items": [
         {"sku": "milk", "name": "Молоко", "price": "300.00"}]})
@@ -374,7 +374,7 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
 
 
 def test_failures_are_retried_then_dead_lettered_and_replayed(app, client, tenant, receiver,
-                                                               workers):
+                                                              workers):
     """A 500 and a 3xx both fail; the redirect is never followed. After the schedule's three
     attempts the deliveries are dead letters; replay sends them again, same webhook-id."""
     allow_loopback(app)

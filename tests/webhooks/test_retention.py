@@ -24,8 +24,8 @@ def two_endpoints(db, tenant):
     """Two endpoints of the tenant, each wanting every event."""
     endpoints.allow_host(db, "hooks.example.com", now=utcnow())
     made = [endpoints.create_endpoint(db, tenant.company_id, url=f"https://hooks.example.com/{n}",
-                                     events=["*"], description=None, pepper=TEST_PEPPER,
-                                     now=utcnow())[0] for n in (1, 2)]
+                                      events=["*"], description=None, pepper=TEST_PEPPER,
+                                      now=utcnow())[0] for n in (1, 2)]
     db.commit()
     return made
 
@@ -83,7 +83,7 @@ def test_old_delivered_events_go_and_the_rest_stay(app, db, tenant, two_endpoint
 
 
 def test_pruning_goes_a_batch_per_transaction_and_stops_at_its_bound(app, db, tenant,
-                                                                       two_endpoints):
+                                                                     two_endpoints):
     for _ in range(5):
         dispatched_event(db, tenant.company_id, age=LONG_AGO)
     commits = []

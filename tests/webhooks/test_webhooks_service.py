@@ -73,7 +73,7 @@ def claim(session, company_id, delivery_id, now=None):
 
 def finish(session, attempt, outcome, rand=None):
     delay = delivery.finish_attempt(session, attempt, outcome, now=utcnow(),
-                                            delays=DELAYS, rand=rand)
+                                    delays=DELAYS, rand=rand)
     session.commit()
     return delay
 
@@ -313,7 +313,7 @@ def test_sweep_picks_only_stray_events_and_overdue_deliveries(session, tenant):
     session.execute(update(WebhookDelivery).values(next_attempt_at=utcnow() - timedelta(minutes=5)))
     session.commit()
     assert delivery.overdue_deliveries(session, due_before=a_minute_ago,
-                                               limit=10) == [(company_id, delivery_id)]
+                                       limit=10) == [(company_id, delivery_id)]
 
 
 def test_sweep_task_without_redis_enqueues_nothing(app, session, tenant):

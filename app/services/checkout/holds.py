@@ -58,7 +58,7 @@ def expire_touched_hold(work: UnitOfWork, company_id: str, session_id: str,
     """Release the session's expired hold found on first touch. The caller has moved the
     session's state (so holds its row lock) and locked the account."""
     row = work.run(EXPIRE_HOLD, {"company": company_id, "session_id": session_id,
-                                      "now": now}).first()
+                                 "now": now}).first()
     if row is None:  # the hold read as expired was replaced meanwhile
         raise Conflict("the session already has an active hold", code="hold_already_active")
     ledger.unreserve(account, row.amount, now)
@@ -89,7 +89,7 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
             raise InvalidField(["body", "amount"], "must be more than 0 and at most the quote's "
                                "discount", "value_error")
         if work.run(_HELD, _key(company_id, session_id, seen=ctx.state,
-                                    quote_id=quote_id)).rowcount:
+                                quote_id=quote_id)).rowcount:
             break
     else:
         raise Conflict("the checkout session is changing; try again")

@@ -40,7 +40,7 @@ def _catalog_flags(work: UnitOfWork, company_id: str, store_id: str | None,
     if store_id is None or not skus:
         return {}
     rows = work.run(CATALOG_FLAGS, {"company": company_id, "store_id": store_id,
-                                         "skus": skus})
+                                    "skus": skus})
     return {sku: (redeemable, accruable) for sku, redeemable, accruable in rows}
 
 
@@ -58,7 +58,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
             raise Conflict(f"a quote needs an OPEN session; this one is {ctx.state}")
         flags = _catalog_flags(work, company_id, ctx.store_id, lines)
         if work.run(QUOTED, {"company": company_id, "session_id": session_id,
-                                  "seen": ctx.state, "new_quote_id": quote_id}).rowcount:
+                             "seen": ctx.state, "new_quote_id": quote_id}).rowcount:
             break
     else:
         raise Conflict("the checkout session is changing; try again")

@@ -29,7 +29,7 @@ ATTEMPTS = 3
 
 def read_context(work: UnitOfWork, company_id: str, session_id: str, quote_id: str | None = None):
     ctx = work.run(CONTEXT, {"company": company_id, "session_id": session_id,
-                                  "quote_id": quote_id}).first()
+                             "quote_id": quote_id}).first()
     if ctx is None:
         raise NotFound("checkout session")
     return ctx
@@ -97,12 +97,12 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
     cashier_id = found.cashier_id
     if cashier is not None and (cashier_id is None or found.cashier_name != cashier["name"]):
         cashier_id = stores.upsert_cashier(session, company_id, cashier["external_id"],
-                                              cashier["name"], now).id  # new, or renamed
+                                           cashier["name"], now).id  # new, or renamed
     row = CheckoutSessionResource(
         id=new_id(), external_receipt_id=external_receipt_id, customer_id=customer_id,
         terminal_id=terminal_id, store_id=store_id, cashier_id=cashier_id, state=OPEN,
         expires_at=now + timedelta(seconds=ttl_seconds), created_at=now)
     work.defer(INSERT_SESSION, {**row.__dict__, "company_id": company_id,
-                                 "latest_quote_id": None})
+                                "latest_quote_id": None})
     return row
 

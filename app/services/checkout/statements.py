@@ -108,25 +108,25 @@ _ACTIVE_HOLD_OF_SESSION = (HOLDS.c.company_id == bindparam("company"),
                            HOLDS.c.checkout_session_id == bindparam("session_id"),
                            HOLDS.c.state == ACTIVE)
 CAPTURE_HOLD = (update(HOLDS)
-                 .where(*_ACTIVE_HOLD_OF_SESSION, HOLDS.c.expires_at > bindparam("now"))
-                 .values(state=CAPTURED).returning(*_HOLD_RETURNING))
+                .where(*_ACTIVE_HOLD_OF_SESSION, HOLDS.c.expires_at > bindparam("now"))
+                .values(state=CAPTURED).returning(*_HOLD_RETURNING))
 # Ends the session's active hold: EXPIRED if its time is up, else RELEASED.
 END_HOLD = (update(HOLDS).where(*_ACTIVE_HOLD_OF_SESSION)
             .values(state=case((HOLDS.c.expires_at <= bindparam("now"), EXPIRED), else_=RELEASED),
                     released_at=bindparam("now"), release_reason=bindparam("reason"))
             .returning(*_HOLD_RETURNING))
 EXPIRE_HOLD = (update(HOLDS)
-                .where(*_ACTIVE_HOLD_OF_SESSION, HOLDS.c.expires_at <= bindparam("now"))
-                .values(state=EXPIRED, released_at=bindparam("now"))
-                .returning(*_HOLD_RETURNING))
+               .where(*_ACTIVE_HOLD_OF_SESSION, HOLDS.c.expires_at <= bindparam("now"))
+               .values(state=EXPIRED, released_at=bindparam("now"))
+               .returning(*_HOLD_RETURNING))
 
 INSERT_SESSION, INSERT_QUOTE = insert(SESSIONS), insert(QUOTES)
 INSERT_SALE, INSERT_SALE_LINES = insert(SALES), insert(SALE_LINES)
 
 SALE_BY_RECEIPT = select(SALES).where(SALES.c.company_id == bindparam("company"),
-                                       SALES.c.external_receipt_id == bindparam("receipt_id"))
+                                      SALES.c.external_receipt_id == bindparam("receipt_id"))
 LINES_OF_SALE = (select(SALE_LINES)
-                  .where(SALE_LINES.c.company_id == bindparam("company"),
-                         SALE_LINES.c.sale_id == bindparam("sale_id"))
-                  .order_by(SALE_LINES.c.position))
+                 .where(SALE_LINES.c.company_id == bindparam("company"),
+                        SALE_LINES.c.sale_id == bindparam("sale_id"))
+                 .order_by(SALE_LINES.c.position))
 

@@ -136,8 +136,8 @@ def use_enrollment_challenge(session: Session, company_id: str, challenge_id: st
         challenge = session.scalar(_BY_ID_FOR_UPDATE, {"company_id": company_id,
                                                        "challenge_id": challenge_id})
     if (challenge is None or challenge.purpose != "ENROLLMENT" or challenge.phone != phone
-            or challenge.state != "CONFIRMED" or challenge.used_at is not None
-            or challenge.confirmed_at + ENROLLMENT_WINDOW < now):
+        or challenge.state != "CONFIRMED" or challenge.used_at is not None
+        or challenge.confirmed_at + ENROLLMENT_WINDOW < now):
         raise Conflict("enrolment needs a confirmed, unused ENROLLMENT challenge for this phone "
                        "(enrollmentChallengeId)", code="enrollment_challenge_required")
     challenge.used_at = now

@@ -182,6 +182,6 @@ def _copy_text(entries: Sequence[CatalogEntry]) -> io.StringIO:
     raw = _copy_rows(entries, str)
     nulls = sum((e.barcode is None) + (e.category is None) for e in entries)  # one \\ each
     if (raw.count("\\") != nulls or "\r" in raw or raw.count("\t") != 6 * len(entries)
-            or raw.count("\n") != len(entries)):
+        or raw.count("\n") != len(entries)):
         raw = _copy_rows(entries, _escaped)
     return io.StringIO(raw)
