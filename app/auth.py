@@ -7,8 +7,8 @@ from flask import current_app, g, request
 
 from app.api.base import current_operation
 from app.db import request_session, utcnow
-from app.services.tenancy import credentials
 from app.services.errors import DomainError, Forbidden, InvalidField
+from app.services.tenancy import credentials
 
 BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 POS_KEY_MAX_LENGTH = 128

@@ -22,8 +22,8 @@ from sqlalchemy.orm import Session
 from app.auth import Unauthorized, bearer_key
 from app.db import utcnow
 from app.monitoring import database_figures, worker_heartbeat
-from app.services.operations import gauges
 from app.services.errors import NotFound
+from app.services.operations import gauges
 
 # Decided, as prometheus_client decides its own storage, when first imported.
 MULTIPROCESS = "PROMETHEUS_MULTIPROC_DIR" in os.environ

@@ -40,9 +40,9 @@ from app.models import (ApiCredential, Cashier, CatalogItem, Company, Customer, 
                         Program, RewardAccount, Store, Subscription, Terminal)
 from app.models.base import new_id  # noqa: E402
 from app.services.cards import identifiers  # noqa: E402
-from app.services.tenancy import companies, credentials  # noqa: E402
 from app.services.customers import profiles  # noqa: E402
 from app.services.rewards import ledger  # noqa: E402
+from app.services.tenancy import companies, credentials  # noqa: E402
 from app.services.tenancy.scopes import ALL_SCOPES  # noqa: E402
 from app.services.unit_of_work import UnitOfWork  # noqa: E402
 

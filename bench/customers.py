@@ -33,10 +33,10 @@ from sqlalchemy import event  # noqa: E402
 from app import create_app  # noqa: E402
 from app.config import Settings, normalise_database_url  # noqa: E402
 from app.db import utcnow  # noqa: E402
-from app.services.tenancy import companies  # noqa: E402
+from app.services.cards.identifiers import ean13_check_digit  # noqa: E402
 from app.services.customers import profiles  # noqa: E402
 from app.services.rewards import ledger  , verification# noqa: E402
-from app.services.cards.identifiers import ean13_check_digit  # noqa: E402
+from app.services.tenancy import companies  # noqa: E402
 from harness import PEPPER, bench_database, closed_loop, flask_command, gunicorn  # noqa: E402
 
 FIRST_NAMES = [

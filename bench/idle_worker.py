@@ -29,8 +29,8 @@ from sqlalchemy import func, select
 from harness import ROOT, bench_database, environment
 from webhook_delivery import REDIS_URL, _serve, bench_app, poll, record_events, wait_until_listening
 
-from app.models import WebhookDelivery  # noqa: E402
 from app.delivery_queue import hand_over_events  # noqa: E402
+from app.models import WebhookDelivery  # noqa: E402
 from worker.__main__ import periodic_lock_key  # noqa: E402
 
 DELIVERED = select(func.count()).where(WebhookDelivery.state == "DELIVERED")

@@ -12,8 +12,8 @@ from markupsafe import Markup
 from app.api.base import Blueprint, ErrorResponse
 from app.db import request_session, utcnow
 from app.services.cards import card_page, identifiers
-from app.services.errors import DomainError, NotFound
 from app.services.cards.wallet_pass import PassSigner
+from app.services.errors import DomainError, NotFound
 
 log = logging.getLogger("app.cards")
 blp = Blueprint("cards", __name__, url_prefix="/cards", description="Customer loyalty cards")

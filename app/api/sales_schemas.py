@@ -2,9 +2,9 @@ import marshmallow as ma
 
 from app.api.base import Schema
 from app.api.checkout_schemas import MAX_LINES, SaleResponse, text
-from app.models.checkout import SALE_STATES
 from app.api.customers_schemas import RewardBalance
 from app.api.fields import Amount, Quantity, Timestamp, no_nul
+from app.models.checkout import SALE_STATES
 
 
 class SaleLookupPath(Schema):

@@ -2,8 +2,8 @@ import marshmallow as ma
 
 from app.api.base import Schema
 from app.api.fields import Timestamp, no_nul
-from app.services.webhooks.outbox import EVENT_TYPES
 from app.services.webhooks.endpoints import ALL_EVENTS, endpoint_events
+from app.services.webhooks.outbox import EVENT_TYPES
 
 EVENT_NAMES = (*EVENT_TYPES, ALL_EVENTS)
 

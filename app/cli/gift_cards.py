@@ -9,9 +9,9 @@ from app.cli.session import operator_session
 from app.cli.tenants import _instant
 from app.db import utcnow
 from app.services import wire
-from app.services.tenancy import companies
 from app.services.cards import gift_cards
 from app.services.errors import NotFound
+from app.services.tenancy import companies
 
 gift_cards_cli = AppGroup("gift-cards", help="Gift cards.")
 

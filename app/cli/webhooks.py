@@ -12,9 +12,9 @@ from flask.cli import AppGroup
 from app.cli.session import operator_session
 from app.db import utcnow
 from app.delivery_queue import enqueue_deliveries
+from app.services.errors import NotFound
 from app.services.operations import retention
 from app.services.webhooks import delivery, endpoints
-from app.services.errors import NotFound
 from app.upkeep import in_batches
 
 webhooks_cli = AppGroup("webhooks", help="Webhook hosts and dead letters.")

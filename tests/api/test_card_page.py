@@ -9,8 +9,8 @@ from sqlalchemy import select, update
 
 from app.db import utcnow
 from app.models import Company, Customer, LedgerEntry, RewardAccount
-from app.services.cards.identifiers import is_valid_ean13
 from app.services.cards.card_page import PAGE_STORE_LIMIT, display_amount
+from app.services.cards.identifiers import is_valid_ean13
 from tests.api.card_helpers import make_customer, make_pass_certificates, make_store, wallet_app
 
 NBSP = "\u00a0"

@@ -10,9 +10,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 
 from app import create_app
+from app.db import utcnow
 from app.models import WebhookDelivery
 from app.services.webhooks import delivery, endpoints
-from app.db import utcnow
 from app.services.webhooks.outbox import record_event
 from tests.conftest import TEST_PEPPER
 from tests.ports import free_port

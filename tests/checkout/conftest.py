@@ -12,12 +12,12 @@ from app.db import utcnow
 from app.models import (CatalogItem, CheckoutSession, Customer, Hold, OutboxEvent, RewardAccount,
                         Store, Terminal)
 from app.services.cards import identifiers
-from app.services.tenancy import companies
-from app.services.customers import profiles
 from app.services.checkout import holds
+from app.services.customers import profiles
 from app.services.rewards import ledger, verification
-from app.services.wire import format_amount, parse_amount
+from app.services.tenancy import companies
 from app.services.unit_of_work import UnitOfWork
+from app.services.wire import format_amount, parse_amount
 
 
 def line(line_id: str, amount: str, *, sku: str | None = None, quantity: str = "1",

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from app.db import utcnow
 from app.services.checkout import holds, quotes, returns, sales, sessions
-from app.services.wire import format_amount, parse_amount
 from app.services.errors import Conflict
+from app.services.wire import format_amount, parse_amount
 
 # sku → (redeemable, accruable) in the shop's catalog; "FREE" is not in it (both allowed).
 CATALOG = {"BREAD": (True, True), "TOBACCO": (False, False), "BOOK": (False, True),

@@ -11,9 +11,9 @@ from sqlalchemy import event, select, text
 from app.api.catalog_schemas import CatalogSyncItem, _plain_entry
 from app.db import utcnow
 from app.models import CatalogItem
+from app.services.errors import InvalidField, NotFound
 from app.services.locations import catalog, stores
 from app.services.locations.catalog import CatalogEntry
-from app.services.errors import InvalidField, NotFound
 from tests.concurrency import run_together
 from tests.conftest import make_tenant
 

@@ -12,8 +12,8 @@ from sqlalchemy import update
 from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.customers import profiles
-from app.services.rewards import accounts, ledger, verification
 from app.services.errors import Conflict
+from app.services.rewards import accounts, ledger, verification
 from app.services.unit_of_work import UnitOfWork
 
 CARDS = "http://127.0.0.1:8000"  # where card links point

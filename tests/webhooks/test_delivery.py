@@ -27,8 +27,8 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from app import create_app
 from app.db import request_session, utcnow
 from app.delivery_queue import dispatch_flag_key
-from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.delivery_queue import hand_over_events
+from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.services.errors import Conflict
 from app.services.webhooks.outbox import EVENT_TYPES, record_event
 from tests.conftest import TEST_PEPPER

@@ -10,12 +10,12 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.models import Company, Customer, RewardAccount, Store
-from app.services.rewards import ledger
 from app.services.cards import wallet_pass
 from app.services.cards.identifiers import CARD_TOKEN_BYTES
 from app.services.errors import NotFound
-from app.services.wire import format_amount
+from app.services.rewards import ledger
 from app.services.unit_of_work import UnitOfWork
+from app.services.wire import format_amount
 
 # token_urlsafe(32) gives 43 characters; anything else is not a token we made.
 CARD_TOKEN_LENGTH = -(-CARD_TOKEN_BYTES * 4 // 3)

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 
 from app.models.gift_card import GiftCard, GiftCardLookupMisses
 from app.services.cards import identifiers
-from app.services.tenancy import keys
 from app.services.errors import NotFound, RateLimited
+from app.services.tenancy import keys
 
 log = logging.getLogger("app.gift_cards")
 

@@ -18,8 +18,8 @@ from app.services.checkout.statements import END_HOLD, EXPIRE_HOLD, HOLDS, SESSI
 from app.services.errors import Conflict, InvalidField
 from app.services.rewards import ledger
 from app.services.rewards.account import Account
-from app.services.webhooks.outbox import record_event
 from app.services.unit_of_work import UnitOfWork
+from app.services.webhooks.outbox import record_event
 
 SESSION_EXPIRED_REASON = "checkout session expired"
 

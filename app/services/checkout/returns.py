@@ -19,15 +19,15 @@ from sqlalchemy.orm import Session
 from app.models import LedgerEntry, Program, Return
 from app.models.base import new_id
 from app.models.checkout import PARTIALLY_RETURNED, RETURNED
-from app.services.rewards import ledger
 from app.services.checkout import pricing
+from app.services.checkout.resources import ReturnLineResource, ReturnResource
 from app.services.checkout.sales import lines_of_sale
 from app.services.checkout.statements import SALE_LINES, SALES
-from app.services.checkout.resources import ReturnLineResource, ReturnResource
 from app.services.errors import Conflict, InvalidField, NotFound
+from app.services.rewards import ledger
+from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance
-from app.services.unit_of_work import UnitOfWork
 
 _PROGRAMS, _RETURNS, _LEDGER = Program.__table__, Return.__table__, LedgerEntry.__table__
 

@@ -17,8 +17,8 @@ from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSE
                                               INSERT_SALE_LINES, LINES_OF_SALE, SALE_BY_RECEIPT)
 from app.services.errors import Conflict, NotFound
 from app.services.rewards import ledger
-from app.services.webhooks.outbox import record_event
 from app.services.unit_of_work import UnitOfWork
+from app.services.webhooks.outbox import record_event
 
 # Commit
 

@@ -11,14 +11,14 @@ from sqlalchemy.orm import Session
 from app.models import Customer, CustomerName, RewardAccount
 from app.models.base import new_id
 from app.services.cards import identifiers
-from app.services.tenancy import companies
-from app.services.rewards import ledger
 from app.services.customers import otp, phones
 from app.services.errors import Conflict, NotFound
+from app.services.rewards import ledger
 from app.services.rewards.accounts import LARGEST_BALANCE, fresh
+from app.services.tenancy import companies
+from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance, format_timestamp
-from app.services.unit_of_work import UnitOfWork
 
 CARD_NUMBER_TRIES = 5
 # A name page walked in enrolment order reads at most this many customers per match before the

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from app.models import Cashier, Store, Terminal
 from app.models.base import new_id
-from app.services.tenancy import companies
 from app.services.errors import Conflict, NotFound
+from app.services.tenancy import companies
 
 MINIAPP = "MINIAPP"
 CHANNELS = (MINIAPP,)

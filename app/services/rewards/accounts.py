@@ -8,9 +8,9 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, RewardAccount
+from app.services.errors import InvalidField, NotFound
 from app.services.rewards import ledger
 from app.services.rewards.account import Account
-from app.services.errors import InvalidField, NotFound
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance, format_amount, format_timestamp

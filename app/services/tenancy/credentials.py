@@ -9,9 +9,9 @@ from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.models import ApiCredential, Terminal
-from app.services.tenancy import keys
 from app.services.errors import Forbidden, NotFound
 from app.services.locations.stores import RegisterTerminal
+from app.services.tenancy import keys
 from app.services.tenancy.scopes import ALL_SCOPES
 from app.services.unit_of_work import UnitOfWork
 

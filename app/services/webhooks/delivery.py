@@ -17,10 +17,10 @@ from sqlalchemy.orm import Session
 
 from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
 from app.services.errors import NotFound
+from app.services.webhooks.endpoints import ACTIVE, DISABLED, decrypt_secret, is_allowed, url_host, wants
 from app.services.webhooks.outbox import SEALED_FIELDS, forgotten, revealed
 from app.services.webhooks.signing import signature_headers
 from app.services.webhooks.transport import DeliveryOutcome, next_delay
-from app.services.webhooks.endpoints import ACTIVE, DISABLED, decrypt_secret, is_allowed, url_host, wants
 
 PENDING, RETRYING, DELIVERED, DEAD = "PENDING", "RETRYING", "DELIVERED", "DEAD"
 STATES = (PENDING, RETRYING, DELIVERED, DEAD)

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.models import OutboxEvent
 from app.models.base import new_id
-from app.services.webhooks.sealing import seal, unseal
 from app.services.unit_of_work import UnitOfWork
+from app.services.webhooks.sealing import seal, unseal
 from app.services.wire import format_timestamp
 
 EVENT_TYPES = (
