@@ -83,47 +83,6 @@ def build_pass(
     """
     if web_service is not None:
         raise NotImplementedError("pass update web services are not supported")
-    pass_json = _pass_json(
-        signer,
-        serial_number=serial_number,
-        organization_name=organization_name,
-        description=description,
-        card_number=card_number,
-        balance_text=balance_text,
-        pending_text=pending_text,
-        locations=locations,
-        relevant_text=relevant_text,
-    )
-    files = {"pass.json": json.dumps(pass_json, ensure_ascii=False, indent=2).encode("utf-8")}
-    for name, size in ICON_SIZES.items():
-        files[name] = solid_png(size, size, ICON_RGB)
-    manifest = json.dumps(
-        {name: hashlib.sha1(content).hexdigest() for name, content in files.items()},
-        indent=2,
-        sort_keys=True,
-    ).encode("utf-8")
-    files["manifest.json"] = manifest
-    files["signature"] = signer.sign(manifest)
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
-    return buffer.getvalue()
-
-
-def _pass_json(
-    signer: PassSigner,
-    *,
-    serial_number: str,
-    organization_name: str,
-    description: str,
-    card_number: str,
-    balance_text: str,
-    pending_text: str | None,
-    locations: list[dict],
-    relevant_text: str | None,
-) -> dict:
     secondary = [{"key": "cardNumber", "label": "Card number", "value": card_number}]
     if pending_text is not None:
         secondary.append({"key": "pending", "label": "Pending", "value": pending_text})
@@ -150,7 +109,27 @@ def _pass_json(
     geotags = _pass_locations(locations, relevant_text)
     if geotags:
         document["locations"] = geotags
-    return document
+    return _signed_archive(signer, document)
+
+
+def _signed_archive(signer: PassSigner, document: dict) -> bytes:
+    """pass.json, the icons, the manifest of their digests and its signature, zipped."""
+    files = {"pass.json": json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8")}
+    for name, size in ICON_SIZES.items():
+        files[name] = solid_png(size, size, ICON_RGB)
+    manifest = json.dumps(
+        {name: hashlib.sha1(content).hexdigest() for name, content in files.items()},
+        indent=2,
+        sort_keys=True,
+    ).encode("utf-8")
+    files["manifest.json"] = manifest
+    files["signature"] = signer.sign(manifest)
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
 
 
 def _pass_locations(locations: list[dict], relevant_text: str | None) -> list[dict]:

@@ -75,19 +75,20 @@ def update_program(session: Session, company_id: str, **changes) -> Program:
     program = get_program(session, company_id)
     if changes.get("clawback_policy") not in (None, *CLAWBACK_POLICIES):
         raise ValueError(f"clawback policy must be one of {', '.join(CLAWBACK_POLICIES)}")
-    for name, value in changes.items():
-        if value is not None:
-            setattr(program, name, value)
-    session.flush()
-    return program
+    return _changed(session, program, changes)
 
 
 def update_subscription(session: Session, company_id: str, **changes) -> Subscription:
     subscription = get_subscription(session, company_id, for_update=True)
     if changes.get("status") not in (None, *SUBSCRIPTION_STATUSES):
         raise ValueError(f"status must be one of {', '.join(SUBSCRIPTION_STATUSES)}")
+    return _changed(session, subscription, changes)
+
+
+def _changed(session: Session, row, changes: dict):
+    """`row` with every change that is not None set (None means: leave as it is)."""
     for name, value in changes.items():
         if value is not None:
-            setattr(subscription, name, value)
+            setattr(row, name, value)
     session.flush()
-    return subscription
+    return row
