@@ -36,7 +36,8 @@ class Deployment:
         self._cleanup.callback(shutil.rmtree, self.directory, ignore_errors=True)
         self.notes: dict = {}  # what one scenario leaves for a later one to check
 
-    def start(self, registers: int = 4) -> "Deployment":
+    def start(self, registers: int = 4, **settings: str) -> "Deployment":
+        """`settings` replace the harness's own (e.g. UPKEEP_INTERVAL_SECONDS)."""
         self.lines = procfile_lines()
         self.postgres = ThrowawayPostgres(self.directory)
         self.postgres.start()
@@ -53,7 +54,7 @@ class Deployment:
             "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "1", "WEBHOOK_CA_BUNDLE": self.receiver.ca_bundle,
             "WEBHOOK_RETRY_SCHEDULE": "1,1,2,2,2,5,5,5,10,10",
             "UPKEEP_INTERVAL_SECONDS": str(UPKEEP_SECONDS),
-            "RQ_QUEUE": f"deployed-{uuid.uuid4().hex[:8]}", "LOG_LEVEL": "INFO",
+            "RQ_QUEUE": f"deployed-{uuid.uuid4().hex[:8]}", "LOG_LEVEL": "INFO", **settings,
         }
         self.env = process_environment(self.settings)
         run_line(self.lines["release"], self.env)

@@ -122,6 +122,8 @@ class Register:
             except requests.ConnectionError:
                 status, wait = BROKEN, 0.2
             code = error_code(response) if status != BROKEN and status >= 300 else None
+            if status == 503:
+                code = f"{code}, Retry-After {response.headers.get('Retry-After')}"
             tally.note(Answer(started, time.monotonic(), status, code))
             if status in (200, 201):
                 return response.json()
