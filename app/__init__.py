@@ -21,6 +21,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     register_database(app, settings)
     register_api(app)
     register_delivery(app, settings)
+    register_metrics(app)
     register_cli(app)
     return app
 
@@ -79,6 +80,12 @@ def register_delivery(app: Flask, settings: Settings) -> None:
     from app.delivery_queue import EventEnqueuer
 
     app.extensions["enqueue_events"] = EventEnqueuer(settings)
+
+
+def register_metrics(app: Flask) -> None:
+    from app.metrics import add_metrics_route
+
+    add_metrics_route(app)
 
 
 def register_cli(app: Flask) -> None:

@@ -18,7 +18,7 @@ class Unauthorized(DomainError):
     status = 401
 
 
-def _bearer_key() -> str:
+def bearer_key() -> str:
     header = request.headers.get("Authorization")
     if not header:
         raise Unauthorized("an API key is required: Authorization: Bearer <key>", code="missing_api_key")
@@ -33,7 +33,7 @@ def authenticate_request() -> None:
         return
     settings = current_app.config["SETTINGS"]
     pos_key = request.headers.get("X-Loyalty-Pos-Key")
-    holder = credentials.authenticate(request_session(), _bearer_key(),
+    holder = credentials.authenticate(request_session(), bearer_key(),
                                       pepper=settings.api_key_pepper, now=utcnow(),
                                       pos_key=pos_key if _may_name_terminal(pos_key) else None)
     if holder is None:
@@ -52,12 +52,21 @@ def authenticate_request() -> None:
 def _check_body() -> None:
     if request.method not in BODY_METHODS:
         return
-    length = request.content_length
-    if length and length > current_app.config["MAX_CONTENT_LENGTH"]:
+    length, limit = request.content_length, current_app.config["MAX_CONTENT_LENGTH"]
+    if (length and length > limit) or (length is None and _chunked_body_exceeds(limit)):
         raise DomainError("the request body is too large", code="payload_too_large", status=413)
     if (length or request.headers.get("Transfer-Encoding")) and not request.is_json:
         raise DomainError("the request body must be JSON (Content-Type: application/json)",
                           code="unsupported_media_type", status=415)
+
+
+def _chunked_body_exceeds(limit: int) -> bool:
+    """A body sent without Content-Length (chunked) is read here, up to the limit. werkzeug
+    stops there without a word, which would leave a truncated body to fail as bad JSON; one
+    byte more on the wire means it was too large."""
+    if not request.headers.get("Transfer-Encoding"):
+        return False
+    return len(request.get_data(cache=True)) >= limit and bool(request.environ["wsgi.input"].read(1))
 
 
 def _may_name_terminal(pos_key: str | None) -> bool:

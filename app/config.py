@@ -8,12 +8,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 INSTANCE_DIR = Path(__file__).resolve().parent.parent / "instance"
 DEFAULT_DATABASE_URL = f"sqlite:///{INSTANCE_DIR / 'loyalty.db'}"
 # Only for the embedded SQLite default: a pepper in the open is no secret.
 DEVELOPMENT_PEPPER = "development-pepper-not-for-production"
 DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
+# Where `make run` serves; card links sent to shoppers are built on it, never on the Host header.
+DEVELOPMENT_BASE_URL = "http://127.0.0.1:8000"
 
 
 def normalise_database_url(url: str) -> str:
@@ -26,6 +29,14 @@ def normalise_database_url(url: str) -> str:
 
 class ConfigError(RuntimeError):
     """A setting is missing or malformed; the process refuses to start."""
+
+
+def _base_url(value: str) -> str:
+    """PUBLIC_BASE_URL: scheme and host (and perhaps a path prefix), nothing after them."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigError(f"PUBLIC_BASE_URL must be like https://cards.example.com, got {value!r}")
+    return value.rstrip("/")
 
 
 def _flag(value: str | None, default: bool = False) -> bool:
@@ -60,7 +71,10 @@ class Settings:
     webhook_allow_private_addresses: bool = False
     webhook_ca_bundle: str | None = None
     idempotency_ttl: int = 24 * 3600
+    outbox_retention_days: int = 30
+    metrics_token: str | None = None
     max_content_length: int = 16 * 1024 * 1024
+    public_base_url: str = DEVELOPMENT_BASE_URL
     session_ttl: int = 24 * 3600
     rq_queue: str = "loyalty"
     upkeep_interval_seconds: int = 30
@@ -82,6 +96,10 @@ class Settings:
             if not embedded:
                 raise ConfigError("API_KEY_PEPPER must be set when DATABASE_URL is not SQLite")
             pepper = DEVELOPMENT_PEPPER
+        base_url = env.get("PUBLIC_BASE_URL") or ""
+        if not base_url and not embedded:
+            # Links to 127.0.0.1 would reach shoppers' phones from production.
+            raise ConfigError("PUBLIC_BASE_URL must be set when DATABASE_URL is not SQLite")
         return cls(
             database_url=database_url,
             redis_url=env.get("REDIS_URL") or None,
@@ -90,7 +108,11 @@ class Settings:
             webhook_allow_private_addresses=_flag(env.get("WEBHOOK_ALLOW_PRIVATE_ADDRESSES")),
             webhook_ca_bundle=env.get("WEBHOOK_CA_BUNDLE") or None,
             idempotency_ttl=_int(env, "IDEMPOTENCY_TTL", 24 * 3600),
+            # At least a day: 0 would delete events the moment they are delivered.
+            outbox_retention_days=_positive(env, "OUTBOX_RETENTION_DAYS", 30),
+            metrics_token=env.get("METRICS_TOKEN") or None,
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 16 * 1024 * 1024),
+            public_base_url=_base_url(base_url or DEVELOPMENT_BASE_URL),
             session_ttl=_int(env, "SESSION_TTL", 24 * 3600),
             rq_queue=env.get("RQ_QUEUE") or "loyalty",
             upkeep_interval_seconds=_positive(env, "UPKEEP_INTERVAL_SECONDS", 30),

@@ -34,15 +34,15 @@ def validation_response(items: list[dict], status: int = 422):
 
 def _flatten(messages, loc: list) -> list[dict]:
     """webargs/marshmallow nest messages by location and field; FastAPI clients expect a flat
-    list of {loc, msg, type}."""
+    list of {loc, msg, type}. List positions arrive as ints; every string key is a field name
+    as the client sent it (an unknown "³" or "7" stays a string)."""
     if isinstance(messages, dict):
         items = []
         for key, value in messages.items():
-            part = int(key) if isinstance(key, int) or (isinstance(key, str) and key.isdigit()) else key
-            if part == "_schema":
+            if key == "_schema":
                 items.extend(_flatten(value, loc))
             else:
-                items.extend(_flatten(value, loc + [part]))
+                items.extend(_flatten(value, loc + [key]))
         return items
     if isinstance(messages, (list, tuple)) and messages and all(isinstance(m, str) for m in messages):
         return [{"loc": loc, "msg": m, "type": MESSAGE_TYPES.get(m, "value_error")} for m in messages]
@@ -93,7 +93,9 @@ def domain_error_response(error: DomainError):
 
 
 def unexpected_error_response(error: Exception):
-    log.exception("unhandled error on %s %s", request.method, request.path)
+    # The route's template, not the path, which may carry a card token or gift-card code.
+    log.exception("unhandled error on %s %s", request.method,
+                  request.url_rule.rule if request.url_rule else "an unmatched path")
     return error_body(500, "internal_error", "internal error")
 
 

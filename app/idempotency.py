@@ -18,6 +18,7 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from app.bodies import json_body
 from app.db import request_session, utcnow
 from app.models import IdempotencyRecord
 from app.services.errors import Conflict, InvalidField
@@ -54,11 +55,7 @@ def _key(low: int, high: int) -> str:
 
 def fingerprint() -> str:
     """Method, route, path parameters and the body as canonical JSON."""
-    raw = request.get_data(cache=True)
-    try:
-        body = json.loads(raw) if raw else None
-    except ValueError:
-        body = raw.decode("utf-8", "replace")
+    body = json_body() if request.is_json else request.get_data(cache=True).decode("utf-8", "replace")
     canonical = json.dumps([request.method, request.url_rule.rule, request.view_args or {}, body],
                            sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -123,9 +120,3 @@ def idempotent(low: int, high: int):
 
     return decorator
 
-
-def purge_expired(session, ttl_seconds: int) -> int:
-    """Delete records older than the TTL; returns how many went."""
-    result = session.execute(delete(IdempotencyRecord).where(
-        IdempotencyRecord.created_at < utcnow() - timedelta(seconds=ttl_seconds)))
-    return result.rowcount or 0

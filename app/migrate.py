@@ -18,3 +18,13 @@ def alembic_config(database_url: str) -> Config:
 
 def upgrade(database_url: str, revision: str = "heads") -> None:
     command.upgrade(alembic_config(database_url), revision)
+
+
+def migration_state(connection, database_url: str) -> tuple[list[str], list[str]]:
+    """The revisions the database is at, and the heads of the migrations shipped with the code."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    current = MigrationContext.configure(connection).get_current_heads()
+    heads = ScriptDirectory.from_config(alembic_config(database_url)).get_heads()
+    return sorted(current), sorted(heads)

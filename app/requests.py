@@ -10,6 +10,7 @@ import uuid
 from flask import Flask, Response, current_app, g, request
 
 from app.auth import authenticate_request
+from app.metrics import observe_request
 from app.services.errors import InvalidField, NotFound
 
 log = logging.getLogger("app.requests")
@@ -65,11 +66,16 @@ def _teardown(error: BaseException | None) -> None:
 
 def _log(status: int) -> None:
     principal = g.get("principal")
+    route = request.url_rule.rule if request.url_rule else None
+    seconds = time.perf_counter() - g.get("started", time.perf_counter())
+    observe_request(route, request.method, status, seconds)
     log.info("request", extra={"fields": {
         "method": request.method,
-        "route": request.url_rule.rule if request.url_rule else request.path,
+        # The route's template, never the path: card tokens and gift-card codes travel in it.
+        # A path that matches no route (404, 405) is not logged at all.
+        "route": route,
         "status": status,
-        "durationMs": round((time.perf_counter() - g.get("started", time.perf_counter())) * 1000, 2),
+        "durationMs": round(seconds * 1000, 2),
         "companyId": principal.company_id if principal else None,
         "credentialId": principal.credential_id if principal else None,
     }})

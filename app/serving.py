@@ -3,6 +3,9 @@
 Kept in code rather than on the command line so that every deployment serves the same way and
 the settings can say why they are what they are."""
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # The platform's convention: WEB_CONCURRENCY sizes the web process; 4 sync workers otherwise.
@@ -13,3 +16,40 @@ graceful_timeout = 30
 # gunicorn's control socket lives under the home directory, shared by every gunicorn on the
 # host; we do not use it.
 control_socket_disable = True
+
+# --- metrics across workers (app.metrics) --------------------------------------------------------
+# Each worker writes its counts to files in PROMETHEUS_MULTIPROC_DIR, and a scrape answered by
+# any worker adds them all up. prometheus_client picks that mode when it is first imported, in
+# each worker after the fork, so the variable is set here, in the master, before any worker.
+
+
+def _metrics_directory() -> tuple[str, bool]:
+    """The operator's directory, else one of our own (removed when gunicorn exits)."""
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if given:
+        os.makedirs(given, exist_ok=True)
+        return given, False
+    made = tempfile.mkdtemp(prefix="loyalty-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+    return made, True
+
+
+METRICS_DIRECTORY, _METRICS_DIRECTORY_OURS = _metrics_directory()
+
+
+def on_starting(server):
+    # Counts a previous run left would be added to this run's.
+    for stale in Path(METRICS_DIRECTORY).glob("*.db"):
+        stale.unlink()
+
+
+def child_exit(server, worker):
+    # A dead worker's counts stay (they happened); its live gauges go.
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid, METRICS_DIRECTORY)
+
+
+def on_exit(server):
+    if _METRICS_DIRECTORY_OURS:
+        shutil.rmtree(METRICS_DIRECTORY, ignore_errors=True)

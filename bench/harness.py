@@ -55,7 +55,7 @@ def bench_database(keep: bool = False):
 
 def environment(database_url: str, **more) -> dict:
     env = dict(os.environ, DATABASE_URL=database_url, API_KEY_PEPPER=PEPPER, LOG_LEVEL="WARNING",
-               FLASK_APP="wsgi")
+               PUBLIC_BASE_URL="https://cards.example.test", FLASK_APP="wsgi")
     env.pop("REDIS_URL", None)
     env.update(more)
     return env

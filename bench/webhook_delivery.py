@@ -79,20 +79,23 @@ def bench_app(database_url: str, queue_name: str):
                                development=False))
 
 
-def record_events(app, count: int, receiver_port: int | None) -> list[tuple[str, str]]:
-    """A company (with an endpoint at the receiver when a port is given) and `count` committed
-    events of it; returns their (company_id, id)."""
+def record_events(app, count: int, receiver_port: int | None,
+                  company_id: str | None = None) -> list[tuple[str, str]]:
+    """`count` committed events of the given company, or of a new one (with an endpoint at the
+    receiver when a port is given); returns their (company_id, id)."""
     session = app.extensions["session_factory"]()
     now = utcnow()
-    company = companies.create_company(session, "Bench webhooks", now=now, tariff="standard",
-                                       register_limit=1)
-    if receiver_port is not None:
-        webhooks.allow_host(session, "127.0.0.1", now=now)
-        webhooks.create_endpoint(session, company.id, url=f"https://127.0.0.1:{receiver_port}/hook",
-                                 events=["*"], description=None, pepper=PEPPER, now=now)
+    if company_id is None:
+        company_id = companies.create_company(session, "Bench webhooks", now=now,
+                                              tariff="standard", register_limit=1).id
+        if receiver_port is not None:
+            webhooks.allow_host(session, "127.0.0.1", now=now)
+            webhooks.create_endpoint(session, company_id,
+                                     url=f"https://127.0.0.1:{receiver_port}/hook",
+                                     events=["*"], description=None, pepper=PEPPER, now=now)
     data = {"id": str(uuid.uuid4()), "phone": "+79123456789", "firstName": "Иван", "lastName": None,
             "balance": {"available": "0.00", "pending": "0.00", "reserved": "0.00"}}
-    events = [record_event(session, company.id, "customer.created", data) for _ in range(count)]
+    events = [record_event(session, company_id, "customer.created", data) for _ in range(count)]
     session.commit()
     session.close()
     return [(e.company_id, e.id) for e in events]

@@ -20,8 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 KEY = re.compile(r"^lk_live_[A-Za-z0-9_-]{49}$")
 
 
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(ON_POSTGRES, reason="the embedded default is SQLite: the SQLite pass runs this")
 def test_make_run_from_a_fresh_clone_serves_the_printed_key(tmp_path):

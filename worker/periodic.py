@@ -13,18 +13,26 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.services import holds, ledger
+from app.upkeep import in_batches, prune_outbox, purge_idempotency
 from worker.context import job_session, worker_app
 from worker.jobs import sweep_outbox
 
 log = logging.getLogger("worker.periodic")
+# Accounts matured per transaction: a register waiting for one of them waits for a few
+# accounts' work, not for a whole run's.
+MATURE_BATCH = 20
+MATURE_MOST = 500  # per run; the next run takes the rest
 
 
 def mature_rewards(session: Session, now: datetime) -> int:
-    matured = 0
-    for company_id, customer_id in ledger.accounts_due(session, now):
-        account = ledger.lock_account(session, company_id, customer_id, now)
-        matured += 1 if account is not None else 0
-    return matured
+    def mature_batch(limit: int) -> int:
+        due = ledger.accounts_due(session, now, limit=limit)
+        for company_id, customer_id in due:
+            ledger.lock_account(session, company_id, customer_id, now)
+        return len(due)
+
+    return in_batches(session, mature_batch, limit=MATURE_BATCH,
+                      most=MATURE_MOST // MATURE_BATCH)
 
 
 TASKS = [
@@ -32,6 +40,8 @@ TASKS = [
     ("webhook outbox sweep", sweep_outbox),
     ("expire holds", holds.expire_holds),
     ("expire checkout sessions", holds.expire_sessions),
+    ("prune delivered events", prune_outbox),
+    ("purge idempotency records", purge_idempotency),
 ]
 
 

@@ -3,8 +3,7 @@ import re
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.fields import no_nul
-from app.api.fields import Amount, Timestamp
+from app.api.fields import MAX_AMOUNT, Amount, Timestamp, no_nul
 from app.services.catalog import MAX_ITEMS, CatalogEntry
 
 ERRORS_REPORTED = 100  # invalid items described in one 422; the rest of the snapshot is not read
@@ -22,7 +21,7 @@ class JsonBoolean(ma.fields.Boolean):
 class CatalogSyncItem(Schema):
     sku = ma.fields.String(required=True, validate=[ma.validate.Length(1, 64), no_nul])
     name = ma.fields.String(required=True, validate=[ma.validate.Length(1, 255), no_nul])
-    price = Amount(required=True, minimum=0)
+    price = Amount(required=True, minimum=0, maximum=MAX_AMOUNT)
     barcode = ma.fields.String(allow_none=True, load_default=None,
                                validate=[ma.validate.Length(max=64), no_nul])
     category = ma.fields.String(allow_none=True, load_default=None,
@@ -44,8 +43,9 @@ def _optional_text(value, longest: int) -> bool:
     return value is None or (type(value) is str and len(value) <= longest and "\x00" not in value)
 
 
-# A price as registers send it: "89.90", "7", "7.5"; anything else goes the schema's way.
-_PLAIN_PRICE = re.compile(r"([0-9]{1,18})(?:\.([0-9]{1,2}))?")
+# A price as registers send it: "89.90", "7", "7.5"; anything else, and anything of 12 or
+# more integer digits (near MAX_AMOUNT), goes the schema's way.
+_PLAIN_PRICE = re.compile(r"([0-9]{1,11})(?:\.([0-9]{1,2}))?")
 _KOPECKS = {None: 0} | {str(d): d * 10 for d in range(10)} | {f"{n:02d}": n for n in range(100)}
 
 

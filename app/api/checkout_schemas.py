@@ -6,11 +6,8 @@ the response schemas here document those shapes for the interface document.
 import marshmallow as ma
 
 from app.api.base import Schema
-from app.api.fields import Amount, Quantity, Timestamp, no_nul
-from app.services.money import format_amount
+from app.api.fields import MAX_AMOUNT, Amount, Quantity, Timestamp, no_nul
 
-# Bounds that keep every sum of a receipt far inside a 64-bit column.
-MAX_AMOUNT = 100_000_000_000 * 100  # kopecks: 100 billion roubles
 MAX_LINES = 1000
 SESSION_STATES = ("OPEN", "HELD", "COMMITTED", "EXPIRED")
 HOLD_STATES = ("ACTIVE", "CAPTURED", "RELEASED", "EXPIRED")
@@ -24,13 +21,8 @@ def text(data_key: str | None = None, *, minimum: int = 1, maximum: int | None =
                             validate=[ma.validate.Length(minimum, maximum), no_nul], **kwargs)
 
 
-def _within_bounds(kopecks: int) -> None:
-    if kopecks > MAX_AMOUNT:
-        raise ma.ValidationError(f"must be at most {format_amount(MAX_AMOUNT)}")
-
-
 def money_field(data_key: str | None = None, *, minimum: int = 0, **kwargs) -> Amount:
-    return Amount(data_key=data_key, minimum=minimum, validate=_within_bounds, **kwargs)
+    return Amount(data_key=data_key, minimum=minimum, maximum=MAX_AMOUNT, **kwargs)
 
 
 OPTIONAL = {"allow_none": True, "load_default": None}

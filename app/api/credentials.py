@@ -48,7 +48,8 @@ class CredentialRotation(MethodView):
         credential, key = credentials.rotate_credential(
             request_session(), g.company_id, credential_id,
             grace_seconds=body.get("gracePeriodSeconds", 0),
-            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow())
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow(),
+            changed_by=g.principal.scopes)
         return _issued(credential, key)
 
 
@@ -58,4 +59,5 @@ class CredentialById(MethodView):
     @blp.response(204)
     def delete(self, credential_id):
         """Revoke at once."""
-        credentials.revoke_credential(request_session(), g.company_id, credential_id, now=utcnow())
+        credentials.revoke_credential(request_session(), g.company_id, credential_id, now=utcnow(),
+                                      changed_by=g.principal.scopes)

@@ -1,7 +1,7 @@
 """Customers: enrolment, the directory and search by phone."""
 from __future__ import annotations
 
-from flask import g, request
+from flask import current_app, g
 from flask.views import MethodView
 
 from app.api.base import Blueprint
@@ -15,8 +15,9 @@ blp = Blueprint("customers", __name__, url_prefix="/v1", description="Customers"
 
 
 def card_url(token: str) -> str:
-    """The absolute address of the shopper's card page."""
-    return request.host_url.rstrip("/") + "/cards/" + token
+    """The absolute address of the shopper's card page, on the configured public address: the
+    request's Host header is the caller's to choose, and the link reaches shoppers."""
+    return current_app.config["SETTINGS"].public_base_url + "/cards/" + token
 
 
 def present(found: customers.CustomerBalance) -> dict:

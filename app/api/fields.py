@@ -9,11 +9,16 @@ import marshmallow as ma
 from app.services import money
 
 
+# Prices and receipt amounts: 100 billion roubles keeps every sum of a receipt, and every
+# price of a catalog, far inside a 64-bit column.
+MAX_AMOUNT = 100_000_000_000 * 100  # kopecks
+
+
 class Amount(ma.fields.Field):
     """Kopecks inside; "150.00" outside. A JSON number is refused (floats never touch money)."""
 
-    def __init__(self, *, minimum: int | None = None, **kwargs):
-        self.minimum = minimum
+    def __init__(self, *, minimum: int | None = None, maximum: int | None = None, **kwargs):
+        self.minimum, self.maximum = minimum, maximum
         metadata = kwargs.pop("metadata", {})
         metadata.setdefault("type", "string")
         metadata.setdefault("pattern", r"^-?\d{1,18}(\.\d{1,2})?$")
@@ -32,6 +37,8 @@ class Amount(ma.fields.Field):
             raise ma.ValidationError(str(exc)) from exc
         if self.minimum is not None and kopecks < self.minimum:
             raise ma.ValidationError(f"must be at least {money.format_amount(self.minimum)}")
+        if self.maximum is not None and kopecks > self.maximum:
+            raise ma.ValidationError(f"must be at most {money.format_amount(self.maximum)}")
         return kopecks
 
 

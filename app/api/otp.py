@@ -29,8 +29,10 @@ class OtpChallenges(MethodView):
         """Send a code to the phone (through the otp.code_issued webhook)."""
         session, now = request_session(), utcnow()
         customers.ensure_not_enrolled(session, g.company_id, body["phone"])
-        challenge, code = otp.issue_challenge(session, g.company_id, body["phone"], body["purpose"], now)
-        if current_app.config["SETTINGS"].development:
+        settings = current_app.config["SETTINGS"]
+        challenge, code = otp.issue_challenge(session, g.company_id, body["phone"], body["purpose"],
+                                              now, pepper=settings.api_key_pepper)
+        if settings.development:
             log.info("OTP code %s for %s (challenge %s)", code, challenge.phone, challenge.id)
         return present(challenge, now)
 

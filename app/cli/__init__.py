@@ -11,6 +11,8 @@ COMMAND_MODULES = (
     "app.cli.webhooks",
     "app.cli.gift_cards",
     "app.cli.ledger",
+    "app.cli.customers",
+    "app.cli.ops",
 )
 
 

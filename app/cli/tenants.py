@@ -1,6 +1,7 @@
 """Operator commands for the schema, companies, keys, programs, subscriptions and the demo."""
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timezone
 
 import click
@@ -170,11 +171,12 @@ def subscriptions_set(company_id, status, register_limit, access_until):
 
 @idempotency_cli.command("purge")
 def idempotency_purge():
-    """Delete idempotency records older than IDEMPOTENCY_TTL."""
-    from app.idempotency import purge_expired
+    """Delete idempotency records older than IDEMPOTENCY_TTL, a batch per transaction (the
+    periodic job does the same every run)."""
+    from app.upkeep import purge_idempotency
 
     with operator_session() as session:
-        count = purge_expired(session, current_app.config["SETTINGS"].idempotency_ttl)
+        count = purge_idempotency(session, utcnow(), most=sys.maxsize)
     click.echo(f"purged {count}")
 
 

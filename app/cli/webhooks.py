@@ -1,6 +1,10 @@
 """Operator commands for webhooks: the host allow-list and the dead letters."""
 from __future__ import annotations
 
+import sys
+from datetime import timedelta
+from typing import NoReturn
+
 import click
 from flask import current_app
 from flask.cli import AppGroup
@@ -8,25 +12,39 @@ from flask.cli import AppGroup
 from app.cli.session import operator_session
 from app.db import utcnow
 from app.delivery_queue import enqueue_deliveries
-from app.services import webhook_delivery, webhooks
+from app.services import retention, webhook_delivery, webhooks
 from app.services.errors import NotFound
+from app.upkeep import in_batches
 
 webhooks_cli = AppGroup("webhooks", help="Webhook hosts and dead letters.")
+
+
+def _refuse(message: str) -> NoReturn:
+    """One line on stderr, exit status 2 (a bad argument), for scripts and people alike."""
+    click.echo(f"Error: {message}", err=True)
+    raise SystemExit(2)
 
 
 def _host(value: str) -> str:
     try:
         return webhooks.normalise_host(value)
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
+        _refuse(str(exc))
 
 
 @webhooks_cli.command("allow-host")
 @click.argument("host")
 def allow_host(host):
-    """Allow endpoints on HOST (any port); prints the host as stored."""
+    """Allow endpoints on HOST (any port); prints the host as stored. IP literals of private,
+    loopback, link-local or metadata ranges are refused (unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES
+    is on, for tests), as are IPv4 addresses written in a shortened or numeric form."""
+    host = _host(host)
+    if webhooks.internal_address(host) and \
+            not current_app.config["SETTINGS"].webhook_allow_private_addresses:
+        _refuse(f"{host} is an internal address (private, loopback, link-local or reserved); "
+                "webhooks may not target it")
     with operator_session() as session:
-        stored = webhooks.allow_host(session, _host(host), now=utcnow())
+        stored = webhooks.allow_host(session, host, now=utcnow())
     click.echo(stored)
 
 
@@ -78,6 +96,18 @@ def replay(event_id):
     if skipped:
         click.echo(f"{skipped} left dead: their endpoint is disabled or deleted")
     click.echo(f"replaying {len(revived)} deliveries")
+
+
+@webhooks_cli.command("purge-dead")
+@click.option("--older-than", "days", type=click.IntRange(0), required=True,
+              help="dead letters of events recorded more than DAYS days ago")
+def purge_dead(days):
+    """Give up on old dead letters: delete them, a batch per transaction."""
+    before = utcnow() - timedelta(days=days)
+    with operator_session() as session:
+        purged = in_batches(session, lambda limit: retention.purge_dead_letters(
+            session, before=before, limit=limit), most=sys.maxsize)
+    click.echo(f"purged {purged} dead deliveries")
 
 
 COMMANDS = [webhooks_cli]

@@ -51,6 +51,8 @@ class WebhookDelivery(TenantMixin, Base):
             ["company_id", "endpoint_id"], ["webhook_endpoints.company_id", "webhook_endpoints.id"]
         ),
         Index("ix_webhook_deliveries_due", "state", "next_attempt_at"),
+        # Retention asks per event whether its deliveries are finished (migration 0010).
+        Index("ix_webhook_deliveries_event", "company_id", "event_id"),
     )
 
     event_id: Mapped[str] = mapped_column(String(36))

@@ -24,10 +24,8 @@ def issue_credential(session: Session, company_id: str, name: str, scopes: list[
     unknown = [scope for scope in scopes if scope not in ALL_SCOPES]
     if unknown:
         raise ValueError(f"unknown scopes: {', '.join(unknown)}")
-    if granted_by is not None and not set(scopes) <= granted_by:
-        missing = sorted(set(scopes) - granted_by)
-        raise Forbidden(f"a key cannot grant scopes it does not hold: {', '.join(missing)}",
-                        code="insufficient_scope", scope=" ".join(missing))
+    if granted_by is not None:
+        _require_scopes(set(scopes), granted_by, "a key cannot grant scopes it does not hold")
     key = keys.new_key()
     ordered = [scope for scope in ALL_SCOPES if scope in set(scopes)]
     credential = ApiCredential(company_id=company_id, name=name, scopes=" ".join(ordered),
@@ -43,16 +41,33 @@ def list_credentials(session: Session, company_id: str) -> list[ApiCredential]:
                                 .order_by(ApiCredential.created_at, ApiCredential.id)))
 
 
-def get_credential(session: Session, company_id: str, credential_id: str) -> ApiCredential:
-    credential = session.get(ApiCredential, (company_id, credential_id))
+def _credential_to_change(session: Session, company_id: str, credential_id: str,
+                          changed_by: frozenset[str] | None) -> ApiCredential:
+    """The credential under a row lock (concurrent rotations of one key take turns, each
+    starting from the key the one before it left), if the caller may change it: a key may
+    rotate or revoke only keys whose scopes are all its own, else it could obtain a stronger
+    key. `changed_by` None is the operator, who may change any."""
+    credential = session.get(ApiCredential, (company_id, credential_id), with_for_update=True,
+                             populate_existing=True)
     if credential is None:
         raise NotFound("credential")
+    if changed_by is not None:
+        _require_scopes(set(credential.scopes.split()), changed_by,
+                        "a key cannot change a key with scopes it does not hold")
     return credential
 
 
+def _require_scopes(wanted: set[str], held: frozenset[str], refusal: str) -> None:
+    missing = sorted(wanted - held)
+    if missing:
+        raise Forbidden(f"{refusal}: {', '.join(missing)}", code="insufficient_scope",
+                        scope=" ".join(missing))
+
+
 def rotate_credential(session: Session, company_id: str, credential_id: str, *, grace_seconds: int,
-                      pepper: str, now: datetime) -> tuple[ApiCredential, str]:
-    credential = get_credential(session, company_id, credential_id)
+                      pepper: str, now: datetime,
+                      changed_by: frozenset[str] | None = None) -> tuple[ApiCredential, str]:
+    credential = _credential_to_change(session, company_id, credential_id, changed_by)
     if credential.revoked_at is not None:
         raise NotFound("credential")
     key = keys.new_key()
@@ -69,8 +84,9 @@ def rotate_credential(session: Session, company_id: str, credential_id: str, *, 
     return credential, key
 
 
-def revoke_credential(session: Session, company_id: str, credential_id: str, *, now: datetime) -> None:
-    credential = get_credential(session, company_id, credential_id)
+def revoke_credential(session: Session, company_id: str, credential_id: str, *, now: datetime,
+                      changed_by: frozenset[str] | None = None) -> None:
+    credential = _credential_to_change(session, company_id, credential_id, changed_by)
     if credential.revoked_at is None:
         credential.revoked_at = now
         credential.previous_key_digest = None

@@ -81,10 +81,11 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
                 raise
 
 
-def record_names(session: Session, company_id: str, customer_ids: list[str] | None = None) -> None:
+def record_names(session: Session, company_id: str, customer_ids: list[str] | None = None) -> int:
     """Write the directory's name row of each of these customers (flushed already); with no ids,
-    of every customer of the company still without one (after a bulk load). Whatever writes a
-    customer calls it in the same transaction."""
+    of every customer of the company still without one (after a bulk load, or customers an
+    older release enrolled during a rolling deploy). Whatever writes a customer calls it in the
+    same transaction. Returns how many rows were written."""
     rows = select(Customer.company_id, Customer.card_number, Customer.created_at, FULL_NAME).where(
         Customer.company_id == company_id)
     if customer_ids is None:
@@ -93,9 +94,9 @@ def record_names(session: Session, company_id: str, customer_ids: list[str] | No
     elif customer_ids:
         rows = rows.where(Customer.id.in_(customer_ids))
     else:
-        return
-    session.execute(insert(CustomerName).from_select(
-        ["company_id", "card_number", "created_at", "full_name"], rows))
+        return 0
+    return session.execute(insert(CustomerName).from_select(
+        ["company_id", "card_number", "created_at", "full_name"], rows)).rowcount
 
 
 def find_by_phone(session: Session, company_id: str, phone: str, now: datetime) -> CustomerBalance:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.db import utcnow
 from app.models import OutboxEvent
 from app.models.base import new_id
+from app.services.sealing import seal, unseal
 from app.statements import defer
 
 EVENT_TYPES = (
@@ -22,6 +23,41 @@ EVENT_TYPES = (
     "checkout.hold.created", "checkout.hold.released", "checkout.hold.expired",
     "sale.committed", "sale.returned", "catalog.synced", "otp.code_issued",
 )
+
+
+# Fields of an event's data that are credentials (CONTRACT §9): stored encrypted, sent in
+# clear, and set to null once none of the event's deliveries is left to make.
+SEALED_FIELDS = {"otp.code_issued": ("code",)}
+_SEAL_PURPOSE = "outbox-sealed-field"
+
+
+def _dump(payload: dict) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def _with_sealed_fields(event_type: str, payload: str, change) -> str:
+    """The payload with each sealed field's value replaced by `change(value)`."""
+    document = json.loads(payload)
+    for name in SEALED_FIELDS[event_type]:
+        if document["data"].get(name) is not None:
+            document["data"][name] = change(document["data"][name])
+    return _dump(document)
+
+
+def revealed(event_type: str, payload: str, pepper: str) -> str:
+    """The body to send: the stored payload with its sealed fields decrypted (InvalidToken
+    when the pepper has changed since)."""
+    if event_type not in SEALED_FIELDS:
+        return payload
+    return _with_sealed_fields(event_type, payload, lambda token: unseal(pepper, _SEAL_PURPOSE, token))
+
+
+def forgotten(event_type: str, payload: str) -> str | None:
+    """The payload to keep once every delivery has ended (sealed fields null); None for an
+    event without sealed fields."""
+    if event_type not in SEALED_FIELDS:
+        return None
+    return _with_sealed_fields(event_type, payload, lambda _: None)
 
 
 def _timestamp(moment: datetime) -> str:
@@ -43,14 +79,20 @@ class RecordedEvent:
     created_at: datetime
 
 
-def record_event(session: Session, company_id: str, event_type: str, data: dict) -> RecordedEvent:
+def record_event(session: Session, company_id: str, event_type: str, data: dict,
+                 pepper: str | None = None) -> RecordedEvent:
+    """`pepper` encrypts the event's sealed fields; events that have some need it."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type}")
+    if event_type in SEALED_FIELDS:
+        if pepper is None:
+            raise ValueError(f"{event_type} carries a credential: the pepper seals it")
+        data = {**data, **{name: seal(pepper, _SEAL_PURPOSE, data[name])
+                           for name in SEALED_FIELDS[event_type]}}
     now = utcnow()
     values = {"company_id": company_id, "id": new_id(), "type": event_type, "created_at": now,
               "dispatched_at": None,
-              "payload": json.dumps({"type": event_type, "timestamp": _timestamp(now), "data": data},
-                                    separators=(",", ":"), ensure_ascii=False)}
+              "payload": _dump({"type": event_type, "timestamp": _timestamp(now), "data": data})}
     # A statement built once, sent with the transaction's next round trip: no ORM unit of
     # work on the register's path.
     defer(session, _INSERT, values)

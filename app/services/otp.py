@@ -3,7 +3,7 @@
 A challenge is PENDING → CONFIRMED | EXPIRED (after CODE_LIFETIME) | FAILED (after MAX_ATTEMPTS
 wrong codes), and a confirmed ENROLLMENT challenge is used once. The code itself is kept only
 as an argon2id hash; it leaves the service once, in the `otp.code_issued` event that the
-tenant's SMS gateway receives.
+tenant's SMS gateway receives, whose stored payload keeps it encrypted until delivered.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, text
 from sqlalchemy.orm import Session
 
 from app.models import OtpChallenge
@@ -41,6 +41,7 @@ _BY_ID_FOR_UPDATE = (select(OtpChallenge)
                      .where(OtpChallenge.company_id == bindparam("company_id"),
                             OtpChallenge.id == bindparam("challenge_id"))
                      .with_for_update().execution_options(populate_existing=True))
+_PHONE_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
 def state_of(challenge: OtpChallenge, now: datetime) -> str:
@@ -55,16 +56,19 @@ def new_code() -> str:
 
 
 def issue_challenge(session: Session, company_id: str, phone: str, purpose: str,
-                    now: datetime) -> tuple[OtpChallenge, str]:
+                    now: datetime, *, pepper: str) -> tuple[OtpChallenge, str]:
     """A new challenge and its code. Within the resend cooldown of the phone's last challenge:
     429 with the seconds to wait. A new challenge supersedes an earlier pending one, so only
     the latest code sent to the phone works."""
     if purpose not in PURPOSES:
         raise ValueError(f"unknown purpose {purpose}")
+    _take_turns_for_phone(session, company_id, phone)
     latest = session.scalar(_LATEST_FOR_PHONE, {"company_id": company_id, "phone": phone})
     if latest is not None:
         if latest.resend_available_at > now:
-            wait = math.ceil((latest.resend_available_at - now).total_seconds())
+            # `now` may be from before this request waited its turn: never more than the cooldown.
+            wait = min(math.ceil((latest.resend_available_at - now).total_seconds()),
+                       int(RESEND_COOLDOWN.total_seconds()))
             raise RateLimited(f"a code was sent to this phone; a new one may be asked for in {wait} s",
                               retry_after=wait)
         if latest.state == "PENDING":
@@ -78,8 +82,17 @@ def issue_challenge(session: Session, company_id: str, phone: str, purpose: str,
     session.flush()
     record_event(session, company_id, "otp.code_issued", {
         "challengeId": challenge.id, "phone": phone, "code": code,
-        "expiresAt": _timestamp(challenge.expires_at)})
+        "expiresAt": _timestamp(challenge.expires_at)}, pepper=pepper)
     return challenge, code
+
+
+def _take_turns_for_phone(session: Session, company_id: str, phone: str) -> None:
+    """Requests for one phone's code take turns from here until they commit, so the cooldown
+    check sees the challenge the one before made. A lock on a key, not a row: the first
+    request for a phone has no challenge row to lock. On SQLite every transaction already
+    holds the database's write lock (BEGIN IMMEDIATE)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(_PHONE_LOCK, {"key": f"otp-challenge:{company_id}:{phone}"})
 
 
 @dataclass(frozen=True)

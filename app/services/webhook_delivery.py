@@ -17,11 +17,13 @@ from sqlalchemy.orm import Session
 
 from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
 from app.services.errors import NotFound
+from app.services.events import SEALED_FIELDS, forgotten, revealed
 from app.services.webhook_signing import signature_headers
 from app.services.webhook_transport import DeliveryOutcome, next_delay
 from app.services.webhooks import ACTIVE, DISABLED, decrypt_secret, is_allowed, url_host, wants
 
 PENDING, RETRYING, DELIVERED, DEAD = "PENDING", "RETRYING", "DELIVERED", "DEAD"
+STATES = (PENDING, RETRYING, DELIVERED, DEAD)
 DELIVERY_TIMEOUT = 15.0
 # Longer than an attempt can take (its job is stopped at app.delivery_queue.DELIVER_JOB_TIMEOUT),
 # so a lease runs out only when its worker is gone.
@@ -62,6 +64,10 @@ def dispatch_pending(session: Session, *, now: datetime, limit: int) -> tuple[in
             if endpoint.company_id == company_id and wants(endpoint.events, event_type)]
     session.add_all(rows)
     session.flush()
+    sent = {(row.company_id, row.event_id) for row in rows}
+    for company_id, event_id, event_type in claimed:
+        if event_type in SEALED_FIELDS and (company_id, event_id) not in sent:
+            _forget_sealed_fields(session, company_id, event_id, event_type)
     return len(claimed), [(row.company_id, row.id) for row in rows]
 
 
@@ -95,6 +101,7 @@ class Attempt:
     body: bytes  # the stored payload, byte for byte: what is signed is what is sent
     secret: str | None  # None when it cannot be decrypted (the pepper changed)
     refusal: str | None  # why nothing may be sent on this attempt
+    event_type: str = ""
 
 
 def begin_attempt(session: Session, company_id: str, delivery_id: str, *, now: datetime,
@@ -113,7 +120,7 @@ def begin_attempt(session: Session, company_id: str, delivery_id: str, *, now: d
         return None
     event_id, endpoint_id, number = claim
     row = session.execute(
-        select(OutboxEvent.payload, WebhookEndpoint.url, WebhookEndpoint.state,
+        select(OutboxEvent.type, OutboxEvent.payload, WebhookEndpoint.url, WebhookEndpoint.state,
                WebhookEndpoint.secret_encrypted)
         .join(WebhookEndpoint, (WebhookEndpoint.company_id == OutboxEvent.company_id)
               & (WebhookEndpoint.id == endpoint_id))
@@ -121,6 +128,7 @@ def begin_attempt(session: Session, company_id: str, delivery_id: str, *, now: d
     if row.state != ACTIVE:
         _update(session, company_id, delivery_id, number, state=DEAD, next_attempt_at=None,
                 attempts=number - 1, last_error=f"endpoint {row.state.lower()}, nothing sent")
+        _forget_sealed_fields(session, company_id, event_id, row.type)
         return None
     try:
         secret = decrypt_secret(pepper, row.secret_encrypted)
@@ -128,12 +136,16 @@ def begin_attempt(session: Session, company_id: str, delivery_id: str, *, now: d
         secret = None
     refusal = None if secret else "the endpoint secret cannot be decrypted"
     try:
+        body = revealed(row.type, row.payload, pepper)
+    except InvalidToken:
+        body, refusal = row.payload, refusal or "the event's sealed fields cannot be decrypted"
+    try:
         if refusal is None and not is_allowed(session, url_host(row.url)):
             refusal = "host no longer allowed"
     except ValueError as exc:
         refusal = str(exc)
     return Attempt(company_id, delivery_id, endpoint_id, event_id, number, row.url,
-                   row.payload.encode("utf-8"), secret, refusal)
+                   body.encode("utf-8"), secret, refusal, row.type)
 
 
 def attempt_headers(attempt: Attempt, timestamp: int) -> dict[str, str]:
@@ -150,6 +162,7 @@ def finish_attempt(session: Session, attempt: Attempt, outcome: DeliveryOutcome,
     if outcome.delivered:
         _update(session, attempt.company_id, attempt.delivery_id, attempt.number, state=DELIVERED,
                 delivered_at=now, next_attempt_at=None, **common)
+        _forget_sealed_fields(session, attempt.company_id, attempt.event_id, attempt.event_type)
         return None
     if outcome.gone:
         session.execute(
@@ -159,12 +172,14 @@ def finish_attempt(session: Session, attempt: Attempt, outcome: DeliveryOutcome,
             .values(state=DISABLED, disabled_at=now).execution_options(synchronize_session=False))
         _update(session, attempt.company_id, attempt.delivery_id, attempt.number, state=DEAD,
                 next_attempt_at=None, last_status=410, last_error="HTTP 410: endpoint disabled")
+        _forget_sealed_fields(session, attempt.company_id, attempt.event_id, attempt.event_type)
         return None
     retry_after = None if outcome.retry_after is None else min(outcome.retry_after, RETRY_AFTER_CAP)
     delay = next_delay(attempt.number - 1, delays, retry_after, rand)
     if delay is None:
         _update(session, attempt.company_id, attempt.delivery_id, attempt.number, state=DEAD,
                 next_attempt_at=None, **common)
+        _forget_sealed_fields(session, attempt.company_id, attempt.event_id, attempt.event_type)
         return None
     ours = _update(session, attempt.company_id, attempt.delivery_id, attempt.number, state=RETRYING,
                    next_attempt_at=now + timedelta(seconds=delay), **common)
@@ -179,6 +194,25 @@ def _update(session: Session, company_id: str, delivery_id: str, number: int, **
                WebhookDelivery.attempts == number)
         .values(**values).execution_options(synchronize_session=False))
     return result.rowcount == 1
+
+
+def _forget_sealed_fields(session: Session, company_id: str, event_id: str, event_type: str) -> None:
+    """Once none of the event's deliveries is left to make (each delivered or dead), its sealed
+    fields (an OTP code) are set to null in the stored payload: kept no longer than needed.
+    A replay afterwards sends the event without them."""
+    if event_type not in SEALED_FIELDS:
+        return
+    # Locked: two deliveries of the event ending at once must not each see the other unfinished.
+    payload = session.scalar(select(OutboxEvent.payload).where(
+        OutboxEvent.company_id == company_id, OutboxEvent.id == event_id).with_for_update())
+    unfinished = select(WebhookDelivery.id).where(
+        WebhookDelivery.company_id == company_id, WebhookDelivery.event_id == event_id,
+        WebhookDelivery.state.in_((PENDING, RETRYING)))
+    session.execute(
+        update(OutboxEvent)
+        .where(OutboxEvent.company_id == company_id, OutboxEvent.id == event_id,
+               ~unfinished.exists())
+        .values(payload=forgotten(event_type, payload)).execution_options(synchronize_session=False))
 
 
 # --- dead letters -------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Sending one webhook delivery, and the retry timetable.
 
-The address check happens on the socket after it has connected, before TLS starts:
-checking the name's DNS answer first and connecting later would let a receiver's DNS
-answer with a public address to the check and a private one to the connection.
+The host's name is resolved once, each address is checked, and the connection is made to an
+address just checked: an internal host never receives so much as a TCP handshake, and a
+second DNS lookup (which a rebinding server could answer differently) never happens.
 """
 
 import ipaddress
@@ -13,16 +13,19 @@ import socket
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
+from socket import timeout as SocketTimeout
 from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import NewConnectionError
+from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+from urllib3.util import connection
 
 ADDRESS_NOT_ALLOWED = "address not allowed"
 _IPV6_ULA = ipaddress.ip_network("fc00::/7")
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 _ERROR_TEXT_LIMIT = 500
 # [0-9] rather than isdigit(): that also accepts non-ASCII digits.
 _DELAY_SECONDS = re.compile(r"[0-9]+")
@@ -45,11 +48,24 @@ class DeliveryOutcome:
         return self.status == 410
 
 
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address that an IPv4-mapped, 6to4 or NAT64 address reaches. (Teredo,
+    2001::/32, is refused whole: it counts as private.)"""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if any(ip in network for network in _NAT64):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def is_public_address(address: str) -> bool:
     """True when ``address`` (an IP literal) is one a webhook may be delivered to."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if ip.version == 6 and (embedded := _embedded_ipv4(ip)) is not None:
+        # A translator or tunnel delivers to the IPv4 address inside: that one is judged.
+        ip = embedded
     if (
         ip.is_private
         or ip.is_loopback
@@ -69,17 +85,38 @@ class _AddressNotAllowed(NewConnectionError):
 
 
 class _PublicOnlyHTTPSConnection(HTTPSConnection):
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()
+    """Connects only to public addresses of the host; TLS still verifies the host's name."""
+
+    def _public_addresses(self) -> list[str]:
         try:
-            peer = sock.getpeername()[0]
-            allowed = is_public_address(peer)
-        except (OSError, ValueError):
-            allowed = False
-        if not allowed:
-            sock.close()
+            found = socket.getaddrinfo(self._dns_host, self.port, type=socket.SOCK_STREAM)
+        except socket.gaierror as error:
+            raise NameResolutionError(self.host, self, error) from error
+        addresses = []
+        for *_, sockaddr in found:
+            try:
+                if is_public_address(sockaddr[0]) and sockaddr[0] not in addresses:
+                    addresses.append(sockaddr[0])
+            except ValueError:
+                continue
+        if not addresses:
             raise _AddressNotAllowed(self, ADDRESS_NOT_ALLOWED)
-        return sock
+        return addresses
+
+    def _new_conn(self) -> socket.socket:
+        failure: OSError | None = None
+        for address in self._public_addresses():
+            try:
+                return connection.create_connection(
+                    (address, self.port), self.timeout, source_address=self.source_address,
+                    socket_options=self.socket_options)
+            except SocketTimeout as error:
+                raise ConnectTimeoutError(
+                    self, f"Connection to {self.host} timed out. (connect timeout={self.timeout})",
+                ) from error
+            except OSError as error:
+                failure = error  # the host's next address may answer
+        raise NewConnectionError(self, f"Failed to establish a new connection: {failure}") from failure
 
 
 class _PublicOnlyHTTPSConnectionPool(HTTPSConnectionPool):

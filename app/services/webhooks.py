@@ -2,28 +2,27 @@
 secrets (kept encrypted, since signing needs them). Deliveries: app.services.webhook_delivery."""
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import ipaddress
 import json
 import re
 from datetime import datetime
-from functools import lru_cache
 from urllib.parse import urlsplit
 
-from cryptography.fernet import Fernet
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.models import AllowedWebhookHost, WebhookEndpoint
 from app.services.errors import InvalidField, NotFound
+from app.services.sealing import seal, unseal
 from app.services.webhook_signing import new_endpoint_secret
+from app.services.webhook_transport import is_public_address
 
 ALL_EVENTS = "*"
 ACTIVE, DISABLED, DELETED = "ACTIVE", "DISABLED", "DELETED"
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
+# A last label that is a number makes the whole name an IPv4 address (WHATWG URL, inet_aton).
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 
 
 # --- the operator's allow-list -----------------------------------------------------------
@@ -42,10 +41,23 @@ def normalise_host(host: str) -> str:
     except UnicodeError as exc:
         raise ValueError(f"not a host name: {host!r}") from exc
     labels = ascii_host.split(".")
+    if _NUMERIC_LABEL.fullmatch(labels[-1]):
+        # 127.1, 2130706433, 0x7f.0.0.1: resolvers read these as IPv4 addresses.
+        raise ValueError(f"{host!r} is an IPv4 address in a shortened or numeric form; "
+                         "write it as four decimal numbers (a.b.c.d)")
     if not ascii_host or len(ascii_host) > 253 or not all(map(_HOST_LABEL.match, labels)):
         raise ValueError(f"not a host name: {host!r} "
                          "(give the host alone, without scheme, port or path)")
     return ascii_host
+
+
+def internal_address(host: str) -> bool:
+    """Whether a normalised host is an IP literal no webhook may reach (private, loopback,
+    link-local, metadata and the like)."""
+    try:
+        return not is_public_address(host)
+    except ValueError:  # a name: judged when it is resolved, at each delivery
+        return False
 
 
 def allow_host(session: Session, host: str, *, now: datetime) -> str:
@@ -91,18 +103,15 @@ def url_host(url: str) -> str:
 
 # --- endpoint secrets, encrypted at rest -----------------------------------------------------
 
-@lru_cache(maxsize=4)
-def _fernet(pepper: str) -> Fernet:
-    key = hmac.new(pepper.encode(), b"webhook-endpoint-secret", hashlib.sha256).digest()
-    return Fernet(base64.urlsafe_b64encode(key))
+_SECRET_PURPOSE = "webhook-endpoint-secret"
 
 
 def encrypt_secret(pepper: str, secret: str) -> str:
-    return _fernet(pepper).encrypt(secret.encode("ascii")).decode("ascii")
+    return seal(pepper, _SECRET_PURPOSE, secret)
 
 
 def decrypt_secret(pepper: str, token: str) -> str:
-    return _fernet(pepper).decrypt(token.encode("ascii")).decode("ascii")
+    return unseal(pepper, _SECRET_PURPOSE, token)
 
 
 # --- a tenant's endpoints --------------------------------------------------------------------

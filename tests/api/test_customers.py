@@ -61,7 +61,7 @@ def test_enrolment_answers_the_customer_with_card_and_empty_balance(client, tena
     assert customer["createdAt"].endswith("Z")
     assert is_valid_ean13(customer["cardNumber"]) and customer["cardNumber"].startswith("2")
     stored = db.scalar(select(Customer).where(Customer.id == customer["id"]))
-    assert customer["cardUrl"] == f"http://localhost/cards/{stored.card_token}"
+    assert customer["cardUrl"] == f"http://127.0.0.1:8000/cards/{stored.card_token}"
     assert len(stored.card_token) >= 43
     account = db.scalar(select(RewardAccount).where(RewardAccount.customer_id == customer["id"]))
     assert (account.company_id, account.available, account.pending, account.reserved) == (
@@ -73,6 +73,23 @@ def test_each_customer_gets_a_card_of_their_own(client, tenant):
     second = enrol(client, tenant, phone="+79120000002")
     assert first["cardNumber"] != second["cardNumber"]
     assert first["cardUrl"] != second["cardUrl"]
+
+
+def test_card_url_ignores_a_forged_host_header(client, tenant, db):
+    """The link reaches the shopper (and the customer.created webhook an SMS gateway relays):
+    it is built on PUBLIC_BASE_URL whatever Host the caller sends."""
+    forged = {"Host": "evil.example", "X-Forwarded-Host": "evil.example"}
+    response = client.post("/v1/customers", json={"phone": PHONE, "firstName": "Иван"},
+                           headers=tenant.headers(**forged))
+    assert response.status_code == 201
+    customer = response.get_json()
+    assert customer["cardUrl"].startswith("http://127.0.0.1:8000/cards/")
+    found = client.get("/v1/customers/search", query_string={"phone": customer["phone"]},
+                       headers=tenant.headers(**forged))
+    assert found.get_json()["cardUrl"] == customer["cardUrl"]
+    payloads = db.scalars(select(OutboxEvent.payload)).all()
+    assert payloads and not any("evil.example" in payload for payload in payloads)
+    assert any(customer["cardUrl"] in payload for payload in payloads)
 
 
 def test_enrolment_emits_customer_created_with_the_resource(client, tenant, db):

@@ -11,6 +11,8 @@ from sqlalchemy import select, update
 from app.db import utcnow
 from app.models import Customer, OtpChallenge, OutboxEvent
 from app.services import companies
+from app.services.events import revealed
+from tests.conftest import TEST_PEPPER
 from tests.api.test_customers import PHONE, enrol
 
 
@@ -28,10 +30,11 @@ def issued(client, tenant, phone=PHONE) -> tuple[dict, str]:
 
 
 def code_sent(app, challenge_id) -> str:
+    """The code as the event's delivery would send it (it is stored encrypted)."""
     session = app.extensions["session_factory"]()
     try:
         for event in session.scalars(select(OutboxEvent).where(OutboxEvent.type == "otp.code_issued")):
-            data = json.loads(event.payload)["data"]
+            data = json.loads(revealed(event.type, event.payload, TEST_PEPPER))["data"]
             if data["challengeId"] == challenge_id:
                 return data["code"]
     finally:
@@ -82,8 +85,9 @@ def test_the_code_travels_only_in_the_event_and_is_stored_as_an_argon2id_hash(cl
     stored = db.scalar(select(OtpChallenge).where(OtpChallenge.id == body["id"]))
     assert stored.code_hash.startswith("$argon2id$") and code not in stored.code_hash
     event = db.scalar(select(OutboxEvent).where(OutboxEvent.type == "otp.code_issued"))
-    assert json.loads(event.payload)["data"] == {"challengeId": body["id"], "phone": PHONE,
-                                                 "code": code, "expiresAt": body["expiresAt"]}
+    assert code not in event.payload  # encrypted until delivered
+    assert json.loads(revealed(event.type, event.payload, TEST_PEPPER))["data"] == {
+        "challengeId": body["id"], "phone": PHONE, "code": code, "expiresAt": body["expiresAt"]}
 
 
 def test_development_also_logs_the_code(client, tenant, app, caplog):

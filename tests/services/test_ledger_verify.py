@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount
@@ -93,3 +93,29 @@ def test_the_periodic_task_matures_due_accruals(app, tenant, db):
 
     # Nothing more is due: the next run has nothing to do.
     assert run_periodic_tasks(app, now=utcnow() + timedelta(days=2))["mature rewards"] == 0
+
+
+def test_maturing_commits_a_small_batch_of_accounts_at_a_time(app, tenant, db):
+    from sqlalchemy import event
+
+    from worker.periodic import MATURE_BATCH
+
+    count = 2 * MATURE_BATCH + 5
+    for n in range(count):
+        customer_id = _customer(app, tenant.company_id, f"+7912{n:07d}")
+        _pending(app, tenant.company_id, customer_id, 100, timedelta(days=1))
+    session = app.extensions["session_factory"]()
+    matured_by_commit = []
+
+    def count_matured(_session):
+        db.rollback()  # a fresh snapshot
+        matured_by_commit.append(db.scalar(
+            select(func.count()).select_from(RewardAccount).where(RewardAccount.available == 100)))
+
+    event.listen(session, "after_commit", count_matured)
+    assert mature_rewards(session, utcnow() + timedelta(days=2)) == count
+    session.close()
+    # Each batch commits on its own: no transaction holds more than MATURE_BATCH accounts.
+    assert matured_by_commit == [MATURE_BATCH, 2 * MATURE_BATCH, count]
+    assert {a.available for a in db.scalars(select(RewardAccount))} == {100}
+    assert ledger.verify(db) == []

@@ -9,6 +9,7 @@ def test_embedded_default_runs_on_sqlite_with_a_development_pepper():
     assert settings.api_key_pepper == DEVELOPMENT_PEPPER
     assert settings.idempotency_ttl == 86400 and settings.max_content_length == 16 * 1024 * 1024
     assert settings.redis_url is None and not settings.webhook_allow_private_addresses
+    assert settings.public_base_url == "http://127.0.0.1:8000"
 
 
 def test_postgresql_without_a_pepper_refuses_to_start():
@@ -16,11 +17,25 @@ def test_postgresql_without_a_pepper_refuses_to_start():
         Settings.from_env({"DATABASE_URL": "postgresql://db/loyalty"})
 
 
+def test_postgresql_without_a_public_base_url_refuses_to_start():
+    with pytest.raises(ConfigError, match="PUBLIC_BASE_URL"):
+        Settings.from_env({"DATABASE_URL": "postgresql://db/loyalty", "API_KEY_PEPPER": "p"})
+
+
+@pytest.mark.parametrize("url", ["cards.example.com", "ftp://cards.example.com",
+                                 "https://cards.example.com/?x=1", "https://"])
+def test_malformed_public_base_url_is_a_config_error(url):
+    with pytest.raises(ConfigError, match="PUBLIC_BASE_URL"):
+        Settings.from_env({"PUBLIC_BASE_URL": url})
+
+
 def test_postgresql_url_uses_psycopg2_and_settings_are_read():
     settings = Settings.from_env({
         "DATABASE_URL": "postgres://u@db/loyalty", "API_KEY_PEPPER": "p", "IDEMPOTENCY_TTL": "60",
         "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "true", "REDIS_URL": "redis://r:6379/1",
+        "PUBLIC_BASE_URL": "https://cards.example.com/",
     })
+    assert settings.public_base_url == "https://cards.example.com"
     assert settings.database_url == "postgresql+psycopg2://u@db/loyalty"
     assert settings.idempotency_ttl == 60 and settings.webhook_allow_private_addresses
     assert settings.redis_url == "redis://r:6379/1"
@@ -29,3 +44,12 @@ def test_postgresql_url_uses_psycopg2_and_settings_are_read():
 def test_malformed_number_is_a_config_error():
     with pytest.raises(ConfigError, match="IDEMPOTENCY_TTL"):
         Settings.from_env({"IDEMPOTENCY_TTL": "a day"})
+
+
+def test_retention_and_metrics_settings():
+    defaults = Settings.from_env({})
+    assert defaults.outbox_retention_days == 30 and defaults.metrics_token is None
+    given = Settings.from_env({"OUTBOX_RETENTION_DAYS": "7", "METRICS_TOKEN": "scrape-me"})
+    assert given.outbox_retention_days == 7 and given.metrics_token == "scrape-me"
+    with pytest.raises(ConfigError, match="OUTBOX_RETENTION_DAYS"):
+        Settings.from_env({"OUTBOX_RETENTION_DAYS": "0"})

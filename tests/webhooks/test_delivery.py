@@ -12,7 +12,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -116,6 +116,7 @@ class Workers:
             "REDIS_URL": self.settings.redis_url,
             "RQ_QUEUE": self.settings.rq_queue,
             "API_KEY_PEPPER": TEST_PEPPER,
+            "PUBLIC_BASE_URL": "https://cards.example.test",
             "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "1" if allow_private else "",
             "WEBHOOK_CA_BUNDLE": self.ca_bundle,
             "WEBHOOK_RETRY_SCHEDULE": TEST_SCHEDULE,
@@ -179,6 +180,13 @@ def operator(app, *args: str) -> list[str]:
     return result.output.splitlines()
 
 
+def allow_loopback(app, host: str = "127.0.0.1") -> None:
+    """The operator allows the receiver's loopback address, which only a deployment delivering
+    to private addresses (tests) may."""
+    permissive = create_app(replace(app.config["SETTINGS"], webhook_allow_private_addresses=True))
+    operator(permissive, "webhooks", "allow-host", host)
+
+
 def register(client, tenant, url: str, events=("*",)) -> tuple[str, str]:
     response = client.post("/v1/webhook-endpoints", json={"url": url, "events": list(events)},
                            headers=tenant.headers())
@@ -223,6 +231,11 @@ def stored_events(app) -> dict[str, bytes]:
             select(OutboxEvent.id, OutboxEvent.payload))}
 
 
+def _otp_event_id(app) -> str:
+    with app.extensions["session_factory"]() as session:
+        return session.scalar(select(OutboxEvent.id).where(OutboxEvent.type == "otp.code_issued"))
+
+
 def verified(secret: str, hit) -> dict:
     return Webhook(secret).verify(hit.body, hit.headers)
 
@@ -247,8 +260,6 @@ SAMPLE_DATA = {
                        "committedAt": "2024-05-01T10:02:00.000Z"},
     "catalog.synced": {"id": "sync-1", "storeId": "st-1", "received": 2, "created": 2, "updated": 0,
                        "removed": 0, "unchanged": 0, "syncedAt": "2024-05-01T09:00:00.000Z"},
-    "otp.code_issued": {"challengeId": "otp-1", "phone": "+79123456789", "code": "012345",
-                        "expiresAt": "2024-05-01T10:05:00.000Z"},
 }
 
 
@@ -272,7 +283,7 @@ class Integrator:
 
 
 def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, receiver, workers):
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     _, everything_secret = register(client, tenant, receiver.url("/ok"))
     _, sales_secret = register(client, tenant, receiver.url("/target"),
                                ["sale.committed", "otp.code_issued"])
@@ -324,12 +335,20 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
     eventually(lambda: len(hits_at(receiver, "/ok")) == sum(expected.values())
                and len(hits_at(receiver, "/target")) == 2, "every event delivered", [worker])
 
+    # Both endpoints' deliveries of the code have ended before it is dropped.
+    eventually(lambda: json.loads(stored_events(app)[_otp_event_id(app)])
+               ["data"]["code"] is None, "the delivered code dropped", [worker])
     stored = stored_events(app)
     received: dict[str, list[dict]] = {}
     for path, secret in (("/ok", everything_secret), ("/target", sales_secret)):
         for hit in hits_at(receiver, path):
             body = verified(secret, hit)
-            assert hit.body == stored[hit.headers["webhook-id"]]  # the stored bytes, signed as sent
+            kept = stored[hit.headers["webhook-id"]]
+            if body["type"] == "otp.code_issued":  # the code is sent, and kept no longer (§9)
+                assert json.loads(kept)["data"] == {**body["data"], "code": None}
+                assert body["data"]["code"].encode() not in b"".join(stored.values())
+            else:
+                assert hit.body == kept  # the stored bytes, signed as sent
             assert body["timestamp"].endswith("Z")
             received.setdefault(path, []).append(body)
     assert Counter(body["type"] for body in received["/ok"]) == expected
@@ -358,7 +377,7 @@ def test_failures_are_retried_then_dead_lettered_and_replayed(app, client, tenan
                                                                workers):
     """A 500 and a 3xx both fail; the redirect is never followed. After the schedule's three
     attempts the deliveries are dead letters; replay sends them again, same webhook-id."""
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     failing_id, failing_secret = register(client, tenant, receiver.url("/flaky"))
     redirect_id, redirect_secret = register(client, tenant, receiver.url("/redirect"))
     receiver.answer("/flaky", 500)
@@ -401,7 +420,7 @@ def test_failures_are_retried_then_dead_lettered_and_replayed(app, client, tenan
 
 
 def test_410_disables_the_endpoint(app, client, tenant, receiver, workers):
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     gone_id, _ = register(client, tenant, receiver.url("/gone"))
     _, ok_secret = register(client, tenant, receiver.url("/ok"))
     worker = workers.running()
@@ -431,7 +450,7 @@ def test_410_disables_the_endpoint(app, client, tenant, receiver, workers):
 
 
 def test_worker_killed_mid_delivery_loses_nothing(app, client, tenant, receiver, workers):
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     _, secret = register(client, tenant, receiver.url("/slow"))  # holds the request open
     worker = workers.running()
     event_id = commit_event(app, tenant.company_id, "sale.committed", SAMPLE_DATA["sale.committed"])
@@ -455,7 +474,7 @@ def test_worker_killed_mid_delivery_loses_nothing(app, client, tenant, receiver,
 
 def test_event_committed_but_never_enqueued_is_swept(app, client, tenant, receiver, workers):
     """A crash (or Redis away) between commit and enqueue: the outbox sweep finds the event."""
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     _, secret = register(client, tenant, receiver.url("/ok"))
     event_id = commit_event(app, tenant.company_id, "catalog.synced", SAMPLE_DATA["catalog.synced"],
                             enqueue=False)
@@ -487,7 +506,7 @@ def event_app(settings, tenant):
 
 
 def test_rolled_back_transaction_sends_nothing(app, client, tenant, receiver, workers, event_app):
-    operator(app, "webhooks", "allow-host", "127.0.0.1")
+    allow_loopback(app)
     _, secret = register(client, tenant, receiver.url("/ok"))
     worker = workers.running()
     probe = event_app.test_client()
@@ -513,17 +532,17 @@ def test_private_address_is_refused_at_delivery_unless_allowed(app, client, tena
     operator(app, "webhooks", "allow-host", "localhost")
     _, secret = register(client, tenant, receiver.url("/ok", host="localhost"))
     strict = workers.running(allow_private=False)
-    event_id = commit_event(app, tenant.company_id, "otp.code_issued",
-                            SAMPLE_DATA["otp.code_issued"])
+    event_id = commit_event(app, tenant.company_id, "customer.created",
+                            SAMPLE_DATA["customer.created"])
 
     dead = eventually(lambda: delivery_in(app, "DEAD"), "refused to the end", [strict])
     assert (dead.attempts, dead.last_status) == (ATTEMPTS, None)
     assert dead.last_error == "address not allowed"
-    assert receiver.hits == []
+    assert receiver.hits == [] and receiver.server.connections == 0  # not even a handshake
 
     strict.kill()
     permissive = workers.running(allow_private=True)
     operator(app, "webhooks", "replay", event_id)
     [hit] = eventually(lambda: hits_at(receiver, "/ok"),
                        "delivered once private addresses are allowed", [permissive])
-    assert verified(secret, hit)["data"]["code"] == "012345"
+    assert verified(secret, hit)["data"]["id"] == "c-1"

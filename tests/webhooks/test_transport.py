@@ -75,12 +75,28 @@ def test_private_address_is_refused_before_any_request(receiver):
     refused = _deliver(receiver, "/ok", allow_private=False)
 
     assert refused == DeliveryOutcome(status=None, retry_after=None, error=ADDRESS_NOT_ALLOWED)
-    # Judged on the connected socket: the TCP connection was made, no request followed.
-    assert _eventually(lambda: receiver.server.connections == 1)
     assert receiver.hits == []
     # The same receiver is up and reachable once private addresses are allowed.
     assert _deliver(receiver, "/ok").delivered
     assert [hit.path for hit in receiver.hits] == ["/ok"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "hooks.example.test"])
+def test_an_internal_host_is_not_even_connected_to(monkeypatch, host):
+    """Checked on the resolved address before connecting: a listener that never accepts has
+    no connection waiting in its queue afterwards (the kernel completes a handshake before
+    connect() returns, so one made would be there)."""
+    _resolve_to_loopback(monkeypatch, "hooks.example.test")
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.setblocking(False)
+        url = f"https://{host}:{listener.getsockname()[1]}/hook"
+        assert post_event(url, BODY, {}, timeout=1).error == ADDRESS_NOT_ALLOWED
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+        # Allowed, the same delivery does connect: the check above can see a connection.
+        assert post_event(url, BODY, {}, timeout=0.2, allow_private=True).status is None
+        listener.setblocking(True)
+        listener.accept()[0].close()
 
 
 def test_hostname_is_judged_by_the_address_it_connects_to(receiver):
@@ -234,6 +250,15 @@ def test_malformed_url_is_an_error_outcome():
         "::ffff:127.0.0.1",
         "::ffff:10.0.0.1",
         "::ffff:169.254.169.254",
+        # IPv4 inside IPv6: 6to4, NAT64 (well-known and local prefixes), Teredo, IPv4-compatible.
+        "2002:7f00:1::",
+        "2002:a9fe:a9fe::1",
+        "2002:c0a8:101::",
+        "64:ff9b::7f00:1",
+        "64:ff9b::a9fe:a9fe",
+        "64:ff9b:1::a00:1",
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+        "::127.0.0.1",
     ],
 )
 def test_internal_addresses_are_not_public(address):
@@ -241,7 +266,8 @@ def test_internal_addresses_are_not_public(address):
 
 
 @pytest.mark.parametrize(
-    "address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]
+    "address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8",
+                "2002:808:808::1", "64:ff9b::808:808"]
 )
 def test_internet_addresses_are_public(address):
     assert is_public_address(address)

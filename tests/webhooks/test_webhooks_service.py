@@ -362,6 +362,33 @@ def test_operator_host_commands(app):
     assert runner.invoke(args=["webhooks", "hosts"]).output.splitlines()[-1] == "1 hosts"
 
 
+@pytest.mark.parametrize("host", [
+    "169.254.169.254", "127.0.0.1", "[::1]", "10.0.0.7", "192.168.1.1", "100.64.0.1",
+    "[::ffff:127.0.0.1]", "[2002:7f00:1::]", "[64:ff9b::a9fe:a9fe]", "[fd00::1]", "0.0.0.0",
+])
+def test_allow_host_refuses_internal_addresses_in_one_line(app, host):
+    result = app.test_cli_runner().invoke(args=["webhooks", "allow-host", host])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [result.stderr.strip()] and "internal address" in result.stderr
+    assert app.test_cli_runner().invoke(args=["webhooks", "hosts"]).output.splitlines() == ["0 hosts"]
+
+
+@pytest.mark.parametrize("host", ["127.1", "2130706433", "0x7f000001", "0x7f.0.0.1", "0177.0.0.1",
+                                  "169.254.43518", "hooks.example.com.123"])
+def test_allow_host_refuses_ipv4_in_shortened_or_numeric_form(app, host):
+    result = app.test_cli_runner().invoke(args=["webhooks", "allow-host", host])
+    assert result.exit_code == 2
+    assert len(result.stderr.splitlines()) == 1 and "a.b.c.d" in result.stderr
+
+
+def test_allow_host_takes_public_addresses_and_names(app):
+    runner = app.test_cli_runner()
+    for host, stored in (("8.8.8.8", "8.8.8.8"), ("[2606:4700::1111]", "2606:4700::1111"),
+                         ("hooks.example.com", "hooks.example.com"), ("1.example.com", "1.example.com")):
+        result = runner.invoke(args=["webhooks", "allow-host", host])
+        assert (result.exit_code, result.output.splitlines()[-1]) == (0, stored)
+
+
 def test_operator_dead_letters_and_replay_commands(app, session, tenant):
     target = endpoint(session, tenant.company_id)
     recorded = event(session, tenant.company_id, "sale.returned")

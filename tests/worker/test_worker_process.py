@@ -74,6 +74,7 @@ def _start_worker(env: dict, log_path: Path) -> subprocess.Popen:
 def worker_env(database_url, throwaway_redis):
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DATABASE_URL=database_url, API_KEY_PEPPER=TEST_PEPPER,
+               PUBLIC_BASE_URL="http://127.0.0.1:8000",
                REDIS_URL=f"redis://127.0.0.1:{throwaway_redis.port}/0",
                RQ_QUEUE="worker-process-test", UPKEEP_INTERVAL_SECONDS="1")
     return env

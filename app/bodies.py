@@ -1,0 +1,84 @@
+"""A request's JSON body, read and decoded once for every operation (the idempotency
+fingerprint and the schema see the same value). Whatever the server cannot decode or
+represent is a 422 on the body (CONTRACT §2), never a 500 further on."""
+from __future__ import annotations
+
+import json
+import re
+
+from flask import g, request
+
+from app.services.errors import InvalidField
+
+MAX_DEPTH = 100
+# A lone surrogate can only arrive as a \u escape: the UTF-8 decoding refuses encoded ones.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def json_body():
+    """The decoded body of the current request; None when it has none."""
+    if "json_body" not in g:
+        g.json_body = decode(request.get_data(cache=True))
+    return g.json_body
+
+
+def decode(raw: bytes):
+    if not raw:
+        return None
+    try:
+        text = raw.decode("utf-8")
+        value = json.loads(text)
+    except ValueError as error:  # bad UTF-8 and bad JSON are ValueErrors too
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            raise InvalidField(["body"], "the body is not valid JSON", "json_invalid") from None
+        # Python's limit on the digits of an integer (4,300).
+        raise InvalidField(["body"], "a number in the body has too many digits",
+                           "json_number_too_long") from None
+    except RecursionError:
+        raise _too_deep() from None
+    # Only a body with more than MAX_DEPTH brackets can nest that deep: most are never walked.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise _too_deep()
+    if _SURROGATE_ESCAPE.search(text):
+        _refuse_lone_surrogates(value)
+    return value
+
+
+def _too_deep() -> InvalidField:
+    return InvalidField(["body"], f"the body nests deeper than {MAX_DEPTH} levels", "json_too_deep")
+
+
+def _children(value, loc: list):
+    if isinstance(value, dict):
+        return [(child, loc + [key]) for key, child in value.items()]
+    if isinstance(value, list):
+        return [(child, loc + [index]) for index, child in enumerate(value)]
+    return []
+
+
+def _depth(value) -> int:
+    """How deep containers nest (a scalar body is 0, `[]` is 1)."""
+    if not isinstance(value, (dict, list)):
+        return 0
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        deepest = max(deepest, depth)
+        children = node.values() if isinstance(node, dict) else node
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+def _refuse_lone_surrogates(value) -> None:
+    """A string no UTF-8 can carry (a half of a UTF-16 pair): neither the database nor the
+    idempotency record could store it. Named where it is, key or value."""
+    pending = [(value, ["body"])]
+    while pending:
+        node, loc = pending.pop()
+        for text in ([node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidField(loc, "must not contain a lone UTF-16 surrogate",
+                                   "string_unicode") from None
+        pending.extend(_children(node, loc))

@@ -1,0 +1,113 @@
+"""The Procfile's `web` line as deployed (gunicorn with app.serving): no log line carries a card
+token or a gift-card code (they travel in the URL path), a chunked body over the limit is a
+413, and gunicorn leaves no control socket under the home directory."""
+from __future__ import annotations
+
+import http.client
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TEST_PEPPER
+from tests.ports import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTUP_SECONDS = 60
+
+
+def _web_command() -> list[str]:
+    line = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
+    command = shlex.split(line.partition(":")[2])
+    assert command[0] == "gunicorn"
+    return [str(Path(sys.executable).parent / "gunicorn"), *command[1:]]
+
+
+@pytest.fixture
+def web(database_url, tmp_path):
+    """The web process on a port of its own; yields (base url, log file, its home directory)."""
+    port, home, log = free_port(), tmp_path / "home", tmp_path / "web.log"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "REDIS_URL")}
+    env.update(DATABASE_URL=database_url, API_KEY_PEPPER=TEST_PEPPER, PORT=str(port),
+               PUBLIC_BASE_URL="https://cards.example.test", WEB_CONCURRENCY="1",
+               LOG_LEVEL="INFO", HOME=str(home))
+    with log.open("wb") as output:
+        server = subprocess.Popen(_web_command(), cwd=ROOT, env=env, stdout=output,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=5).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        yield base, log, home
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+def _get(url: str, headers: dict | None = None, method: str = "GET") -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {},
+                                                           method=method), timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_no_log_line_carries_a_card_token_or_a_gift_card_code(app, client, tenant, web):
+    base, log, _ = web
+    issued = app.test_cli_runner().invoke(
+        args=["gift-cards", "issue", tenant.company_id, "--amount", "500.00"])
+    assert issued.exit_code == 0, issued.output
+    code = issued.output.splitlines()[-1]
+    enrolled = client.post("/v1/customers", json={"phone": "+79123456789", "firstName": "Ivan"},
+                           headers=tenant.headers())
+    token = enrolled.get_json()["cardUrl"].rsplit("/", 1)[1]
+    auth = tenant.headers()
+
+    assert _get(f"{base}/v1/gift-cards/{code}", auth) == 200
+    assert _get(f"{base}/v1/gift-cards/{code[:-1]}Z", auth) == 404
+    assert _get(f"{base}/v1/gift-cards/{code}/extra", auth) == 404  # matches no route
+    assert _get(f"{base}/v1/gift-cards/{code}", auth, method="DELETE") == 405
+    assert _get(f"{base}/cards/{token}") == 200
+    assert _get(f"{base}/cards/{token}.pkpass") == 503  # no pass certificate configured
+    assert _get(f"{base}/cards/{token}/extra") == 404
+
+    written = log.read_text()
+    assert '"route": "/v1/gift-cards/<code>"' in written  # the request lines were written
+    assert code not in written and code[:-1] not in written
+    assert token not in written
+
+
+def test_a_chunked_body_over_the_limit_is_413(tenant, web):
+    base, _, _ = web
+    connection = http.client.HTTPConnection(base.removeprefix("http://"), timeout=120)
+    body = b'{"phone": "+79123456789", "firstName": "' + b"a" * (17 * 1024 * 1024) + b'"}'
+    # No Content-Length: http.client sends an iterable body chunked.
+    chunks = (body[i:i + 65536] for i in range(0, len(body), 65536))
+    connection.request("POST", "/v1/customers", body=chunks, encode_chunked=True,
+                       headers={**tenant.headers(), "Content-Type": "application/json"})
+    response = connection.getresponse()
+    assert response.status == 413, response.read()[:300]
+    assert b'"payload_too_large"' in response.read()
+    connection.close()
+
+
+def test_gunicorn_makes_no_control_socket_under_home(web):
+    _, _, home = web
+    assert _get(f"{web[0]}/health") == 200
+    assert not (home / ".gunicorn").exists()
+    assert list(home.iterdir()) == []
