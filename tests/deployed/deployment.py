@@ -8,7 +8,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import psycopg2
@@ -51,6 +51,7 @@ class Deployment:
         self.settings = {
             "DATABASE_URL": self.postgres.url, "REDIS_URL": self.redis.url,
             "API_KEY_PEPPER": "deployed-pepper", "PORT": str(self.port), "WEB_CONCURRENCY": "2",
+            "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}",
             "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "1", "WEBHOOK_CA_BUNDLE": self.receiver.ca_bundle,
             "WEBHOOK_RETRY_SCHEDULE": "1,1,2,2,2,5,5,5,10,10",
             "UPKEEP_INTERVAL_SECONDS": str(UPKEEP_SECONDS),
@@ -130,6 +131,28 @@ class Deployment:
                 return cursor.fetchall()
         finally:
             connection.close()
+
+    @contextmanager
+    def accounts_locked(self, customer_ids: list[str]):
+        """The customers' reward accounts row-locked here: a hold or commit for them waits,
+        in flight, until the block ends."""
+        connection = psycopg2.connect(self.postgres.url, connect_timeout=5)
+        try:
+            connection.cursor().execute(
+                "SELECT 1 FROM reward_accounts WHERE company_id = %s AND customer_id = ANY(%s)"
+                " FOR UPDATE", (self.company_id, customer_ids))
+            yield
+        finally:
+            connection.rollback()
+            connection.close()
+
+    def wait_for_lock_waiters(self, count: int, timeout: float = 30) -> None:
+        """Until `count` database sessions wait on a lock (requests held in flight)."""
+        waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        deadline = time.monotonic() + timeout
+        while self.query(waiting)[0][0] < count:
+            assert time.monotonic() < deadline, f"{count} requests never waited on the locks"
+            time.sleep(0.05)
 
     def recorded_events(self) -> dict[str, str]:
         """Every event in the outbox: id → type."""

@@ -70,8 +70,13 @@ class ProcfileProcess:
         """The line's own process: bash's single command replaces bash (or is its only child)."""
         assert self.process is not None
         shell = self.process.pid
-        if Path(f"/proc/{shell}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bash"):
-            return children(shell)[0]
+        deadline = time.monotonic() + 10
+        # Right after the start, bash may not have replaced itself (or forked) yet.
+        while Path(f"/proc/{shell}/cmdline").read_bytes().split(b"\0")[0].endswith(b"bash"):
+            if children(shell):
+                return children(shell)[0]
+            assert time.monotonic() < deadline, f"`{self.command}` never started"
+            time.sleep(0.01)
         return shell
 
     def running(self) -> bool:
