@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import threading
 import time
@@ -73,7 +74,20 @@ def delivery_lags(deployment: Deployment) -> tuple[list[float], int]:
     return lags, len(recorded) - len(lags)
 
 
-def soak(minutes: float, rate: float, registers: int) -> dict:
+def log_levels(process) -> dict[str, int]:
+    """How many of the process's JSON log lines there are of each level above INFO."""
+    counts: dict[str, int] = {}
+    for line in process.log.read_text(errors="replace").splitlines():
+        try:
+            level = json.loads(line).get("level", "?")
+        except ValueError:
+            level = "(not JSON)"
+        if level not in ("INFO", "DEBUG"):
+            counts[level] = counts.get(level, 0) + 1
+    return counts
+
+
+def soak(minutes: float, rate: float, registers: int, logs: Path | None = None) -> dict:
     deployment = Deployment()
     try:
         # The upkeep at its production interval (the harness's own is short).
@@ -96,6 +110,10 @@ def soak(minutes: float, rate: float, registers: int) -> dict:
         end = memory(deployment)
         deployment.receiver.wait_for(set(deployment.recorded_events()), DRAIN_SECONDS)
         lags, undelivered = delivery_lags(deployment)
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+            for process in (deployment.web, deployment.worker):
+                shutil.copy(process.log, logs / process.log.name)
         latencies = [(a.ended - a.started) * 1000 for a in tally.answers]
         return {
             "minutes": minutes, "registers": registers, "target_per_second": rate,
@@ -107,6 +125,9 @@ def soak(minutes: float, rate: float, registers: int) -> dict:
             "events": len(lags) + undelivered, "undelivered": undelivered,
             "delivery_lag_s": {"p50": percentile(lags, 50), "p99": percentile(lags, 99),
                                "max": percentile(lags, 100)},
+            "delivered_after_5_s": sum(1 for lag in lags if lag > 5),
+            "log_lines_above_info": {"web": log_levels(deployment.web),
+                                     "worker": log_levels(deployment.worker)},
             "rss_mib": {"before": before, "after_first_minute": first_minute, "end": end},
             "web_and_worker_running": deployment.web.running() and deployment.worker.running(),
         }
@@ -119,8 +140,9 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10)
     parser.add_argument("--rate", type=float, default=20, help="checkouts per second, in all")
     parser.add_argument("--registers", type=int, default=8)
+    parser.add_argument("--logs", type=Path, help="copy the processes' logs to this directory")
     args = parser.parse_args()
-    print(json.dumps(soak(args.minutes, args.rate, args.registers), indent=2))
+    print(json.dumps(soak(args.minutes, args.rate, args.registers, args.logs), indent=2))
 
 
 if __name__ == "__main__":
