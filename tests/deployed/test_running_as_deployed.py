@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from tests.deployed.procfile import children
-from tests.deployed.registers import BROKEN, LINES, CheckoutStream, Tally
+from tests.deployed.registers import BROKEN, CheckoutStream, Tally
 
 pytestmark = [pytest.mark.deployed, pytest.mark.slow]
 
