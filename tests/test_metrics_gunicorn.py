@@ -49,7 +49,8 @@ class Web:
         environment.update(
             PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
             PORT=str(self.port), WEB_CONCURRENCY="2", DATABASE_URL=database_url,
-            API_KEY_PEPPER=TEST_PEPPER, METRICS_TOKEN=TOKEN, LOG_LEVEL="WARNING", **env)
+            API_KEY_PEPPER=TEST_PEPPER, PUBLIC_BASE_URL="http://127.0.0.1:8000",
+            METRICS_TOKEN=TOKEN, LOG_LEVEL="WARNING", **env)
         if REDIS_URL:
             environment["REDIS_URL"] = REDIS_URL
         self.log = log

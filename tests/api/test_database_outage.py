@@ -2,6 +2,7 @@
 pooled connection the server closed meanwhile never fails a request."""
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -39,11 +40,18 @@ def test_requests_answer_503_while_the_database_cannot_be_reached(unreachable_ap
 def _terminate_the_apps_connections(app) -> int:
     """What a PostgreSQL restart does to a pool: the server ends every session it serves."""
     url = app.extensions["engine"].url
-    admin = create_engine(url, poolclass=NullPool)
+    admin = create_engine(url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    others = "FROM pg_stat_activity WHERE datname = :name AND pid <> pg_backend_pid()"
     with admin.connect() as connection:
-        ended = connection.execute(text(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = :name AND pid <> pg_backend_pid()"), {"name": url.database}).scalar()
+        ended = connection.execute(text(f"SELECT count(pg_terminate_backend(pid)) {others}"),
+                                   {"name": url.database}).scalar()
+        # pg_terminate_backend only signals: wait until the sessions are gone, as they are
+        # once a restarted server accepts connections again.
+        for _ in range(100):
+            if not connection.execute(text(f"SELECT count(*) {others}"),
+                                      {"name": url.database}).scalar():
+                break
+            time.sleep(0.05)
     admin.dispose()
     return ended
 
