@@ -37,7 +37,7 @@ worker: install
 test: test-sqlite test-postgres
 
 test-sqlite: install
-	env -u DATABASE_URL -u REDIS_URL $(BIN)/python -m pytest -q -m "not postgres and not redis" $(PYTEST_ARGS)
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/python -m pytest -q -m "not postgres and not redis and not deployed" $(PYTEST_ARGS)
 
 test-postgres: install
 	@if $(BIN)/python -m tests.services_up "$(TEST_POSTGRES_URL)" "$(TEST_REDIS_URL)"; then \

@@ -33,10 +33,11 @@ log = logging.getLogger("app.delivery_queue")
 
 @lru_cache(maxsize=4)
 def queue(redis_url: str, name: str) -> Queue:
-    """Commands fail within a second or two when Redis is away (they run after a register's
-    response, in the web worker that serves the next one); one immediate retry reconnects a
-    pooled connection that a Redis restart closed."""
-    connection = Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=2,
+    """A Redis that is away is known within a second (the connect; the web asks after a
+    register's response, in the worker that serves the next one); a busy one gets the usual
+    5 s to answer, so a loaded machine does not drop a dispatch's enqueue to the sweep. One
+    immediate retry reconnects a pooled connection that a Redis restart closed."""
+    connection = Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=5,
                                 retry=Retry(NoBackoff(), 1), health_check_interval=30)
     return Queue(name, connection=connection)
 

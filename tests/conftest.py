@@ -37,10 +37,14 @@ def pytest_runtest_setup(item):
              if name in item.keywords and not present]
     if not needs:
         return
-    message = f"needs {' and '.join(needs)}: the PostgreSQL + Redis pass of `make test` runs it"
+    without(f"needs {' and '.join(needs)}: the PostgreSQL + Redis pass of `make test` runs it")
+
+
+def without(prerequisite: str) -> None:
+    """A test's prerequisite is missing: it fails under CI=true, elsewhere it is skipped."""
     if IN_CI:
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+        pytest.fail(prerequisite, pytrace=False)
+    pytest.skip(prerequisite)
 
 
 def _create_postgres_database(server_url: str) -> str:
