@@ -44,7 +44,7 @@ def statements(app):
 STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 12, "return": 12,
               "lookup": 3}
 # On PostgreSQL the writes nothing waits on (new rows, an account's balances, an event) travel
-# with the next statement (app.statements.defer): one round trip carries them all.
+# with the next statement (UnitOfWork.defer): one round trip carries them all.
 #   open     key, record, checks, [session + record's answer]
 #   quote    key, record, context, flags, move, [quote + answer]
 #   hold     key, record, context, move, lock, [account + hold + event + answer]
