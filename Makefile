@@ -2,6 +2,7 @@
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
+SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
 export FLASK_APP := wsgi
 
@@ -9,17 +10,24 @@ PORT ?= 8000
 TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: run test test-sqlite test-postgres install migrate demo worker bench clean
+.PHONY: run test test-sqlite test-postgres install install-serve migrate demo worker bench clean
 
-$(STAMP): pyproject.toml
+# Serving needs the package alone; the suite adds the test extras on top.
+$(SERVE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(SERVE_STAMP)
+
+$(STAMP): $(SERVE_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-migrate: install
+install-serve: $(SERVE_STAMP)
+
+migrate: install-serve
 	$(BIN)/flask db upgrade
 
 demo: migrate
@@ -30,7 +38,7 @@ run: demo
 	@echo "Serving on http://127.0.0.1:$(PORT)"
 	$(BIN)/gunicorn wsgi:app --bind 127.0.0.1:$(PORT) --workers 2
 
-worker: install
+worker: install-serve
 	$(BIN)/python -m worker
 
 # The whole suite, twice: on SQLite, then on PostgreSQL with Redis.

@@ -39,7 +39,7 @@ def configure(app: Flask, settings: Settings) -> None:
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_SWAGGER_UI_PATH="/docs",
-        OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/",
+        OPENAPI_SWAGGER_UI_URL="/docs/assets/",  # app.api.docs_assets
         JSON_SORT_KEYS=False,
     )
     app.json.sort_keys = False
@@ -67,6 +67,7 @@ def register_api(app: Flask) -> None:
     api = Api(app, spec_kwargs={"info": {"description": "Loyalty programme public API"}})
     for module in API_BLUEPRINTS:
         api.register_blueprint(import_module(module).blp)
+    app.register_blueprint(import_module("app.api.docs_assets").blp)  # not an operation
     document_operations(api, app)
     register_error_handlers(app)
     register_request_hooks(app)

@@ -16,6 +16,19 @@ graceful_timeout = 30
 # gunicorn's control socket lives under the home directory, shared by every gunicorn on the
 # host; we do not use it.
 control_socket_disable = True
+# gunicorn's own lines (start, workers booting and dying) as JSON through the app's formatter, on
+# the handler the app's loggers use too. No access log: the app logs each request once, by route
+# template, where gunicorn's line would carry the raw path (card tokens, gift-card codes).
+logconfig_dict = {
+    "root": {"level": "INFO", "handlers": ["json"]},
+    "loggers": {
+        "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
+        "gunicorn.access": {"level": "CRITICAL", "handlers": [], "propagate": False},
+    },
+    "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json",
+                          "stream": "ext://sys.stderr"}},
+    "formatters": {"json": {"()": "app.logs.JsonFormatter"}},
+}
 
 # --- metrics across workers (app.metrics) --------------------------------------------------------
 # Each worker writes its counts to files in PROMETHEUS_MULTIPROC_DIR, and a scrape answered by

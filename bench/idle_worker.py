@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -21,33 +20,19 @@ import time
 import uuid
 from pathlib import Path
 
-import trustme
 from redis import Redis
 from rq import Queue
 from sqlalchemy import func, select
 
 from harness import ROOT, bench_database, environment
-from webhook_delivery import REDIS_URL, _serve, bench_app, poll, record_events, wait_until_listening
+from webhook_delivery import (REDIS_URL, bench_app, poll, record_events, start_receiver,
+                              wait_until_listening)
 
 from app.delivery_queue import hand_over_events  # noqa: E402
 from app.models import WebhookDelivery  # noqa: E402
 from worker.__main__ import periodic_lock_key  # noqa: E402
 
 DELIVERED = select(func.count()).where(WebhookDelivery.state == "DELIVERED")
-
-
-def _receiver(files: Path) -> tuple[multiprocessing.Process, int, str]:
-    ca = trustme.CA()
-    ca_file, cert_file, key_file = (str(files / name) for name in ("ca.pem", "cert.pem", "key.pem"))
-    ca.cert_pem.write_to_path(ca_file)
-    issued = ca.issue_cert("127.0.0.1")
-    issued.cert_chain_pems[0].write_to_path(cert_file)
-    issued.private_key_pem.write_to_path(key_file)
-    receiving, sending = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=_serve, args=(cert_file, key_file, sending),
-                                      daemon=True)
-    process.start()
-    return process, receiving.recv(), ca_file
 
 
 def _deliver_one(app, company_id: str | None, port: int) -> tuple[str, float]:
@@ -71,7 +56,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=60)
     args = parser.parse_args()
     files = Path(tempfile.mkdtemp(prefix="idle-worker-"))
-    receiver, port, ca_file = _receiver(files)
+    receiver, port, ca_file = start_receiver(files)
     queue_name = f"bench-idle-{uuid.uuid4().hex[:8]}"
     queue = Queue(queue_name, connection=Redis.from_url(REDIS_URL))
     log_path = files / "worker.log"

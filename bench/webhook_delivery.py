@@ -74,6 +74,22 @@ def _serve(cert_file: str, key_file: str, port_pipe) -> None:
     server.serve_forever()
 
 
+def start_receiver(files: Path) -> tuple[multiprocessing.Process, int, str]:
+    """The HTTPS receiver in a process of its own, certified by a throwaway CA written to
+    `files`; returns the process, its port and the CA's file for WEBHOOK_CA_BUNDLE."""
+    ca = trustme.CA()
+    ca_file, cert_file, key_file = (str(files / name) for name in ("ca.pem", "cert.pem", "key.pem"))
+    ca.cert_pem.write_to_path(ca_file)
+    issued = ca.issue_cert("127.0.0.1")
+    issued.cert_chain_pems[0].write_to_path(cert_file)
+    issued.private_key_pem.write_to_path(key_file)
+    receiving, sending = multiprocessing.Pipe()
+    process = multiprocessing.Process(target=_serve, args=(cert_file, key_file, sending),
+                                      daemon=True)
+    process.start()
+    return process, receiving.recv(), ca_file
+
+
 def bench_app(database_url: str, queue_name: str):
     return create_app(Settings(database_url=database_url, redis_url=REDIS_URL,
                                api_key_pepper=PEPPER, rq_queue=queue_name, log_level="WARNING",
@@ -174,19 +190,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args()
 
-    ca = trustme.CA()
-    files = tempfile.mkdtemp(prefix="webhook-bench-")
-    ca_file, cert_file, key_file = (str(Path(files) / name)
-                                    for name in ("ca.pem", "cert.pem", "key.pem"))
-    ca.cert_pem.write_to_path(ca_file)
-    issued = ca.issue_cert("127.0.0.1")
-    issued.cert_chain_pems[0].write_to_path(cert_file)
-    issued.private_key_pem.write_to_path(key_file)
-    receiving, sending = multiprocessing.Pipe()
-    receiver = multiprocessing.Process(target=_serve, args=(cert_file, key_file, sending),
-                                       daemon=True)
-    receiver.start()
-    port = receiving.recv()
+    receiver, port, ca_file = start_receiver(Path(tempfile.mkdtemp(prefix="webhook-bench-")))
 
     queue_name = f"bench-webhooks-{uuid.uuid4().hex[:8]}"
     redis = Redis.from_url(REDIS_URL)

@@ -1,5 +1,6 @@
-"""`make run` from a fresh clone: it installs, migrates, prints a demo key and serves
-/v1/company to that key over the embedded SQLite default."""
+"""`make run` from a fresh clone: it installs what serving needs (not the test extras),
+migrates, prints a demo key and serves /v1/company to that key over the embedded SQLite
+default."""
 from __future__ import annotations
 
 import os
@@ -55,6 +56,10 @@ def test_make_run_from_a_fresh_clone_serves_the_printed_key(tmp_path):
                 assert time.monotonic() < deadline and server.poll() is None, "".join(output[-40:])
                 time.sleep(0.5)
         assert (clone / "instance" / "loyalty.db").exists()
+        # Serving installs the package alone: none of the test extras.
+        probe = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-c", "import pytest"],
+                               capture_output=True)
+        assert probe.returncode != 0
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:

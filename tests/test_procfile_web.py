@@ -1,9 +1,10 @@
 """The Procfile's `web` line as deployed (gunicorn with app.serving): no log line carries a card
 token or a gift-card code (they travel in the URL path), a chunked body over the limit is a
-413, and gunicorn leaves no control socket under the home directory."""
+413, gunicorn leaves no control socket under the home directory, and every line is JSON."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import shlex
 import signal
@@ -111,3 +112,14 @@ def test_gunicorn_makes_no_control_socket_under_home(web):
     assert _get(f"{web[0]}/health") == 200
     assert not (home / ".gunicorn").exists()
     assert list(home.iterdir()) == []
+
+
+def test_every_line_is_json_and_each_request_is_logged_once(web):
+    base, log, _ = web
+    for _ in range(3):
+        assert _get(f"{base}/health", {"X-Request-Id": "health-check-1"}) == 200
+    lines = [json.loads(line) for line in log.read_text().splitlines()]  # a plain line fails
+    assert any(line["logger"] == "gunicorn.error" and "Booting worker" in line["message"]
+               for line in lines)
+    mentions = [line for line in lines if "health-check-1" in json.dumps(line)]
+    assert len(mentions) == 3 and all(line["route"] == "/health" for line in mentions)

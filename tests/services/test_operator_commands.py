@@ -1,9 +1,9 @@
 """The operator's flask commands: each prints its result as the last line, alone."""
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
-from app.models import ApiCredential, Program, Store, Subscription, Terminal
+from app.models import ApiCredential, Company, Program, Store, Subscription, Terminal
 from app.services.tenancy import keys
 
 
@@ -75,6 +75,18 @@ def test_demo_prints_a_key_with_every_scope(app, client, db):
     assert db.scalar(select(Terminal.state)) == "ACTIVE"
     scopes = client.get("/v1/api-credentials", headers=headers).get_json()["items"][0]["scopes"]
     assert len(scopes) == 14
+
+
+def test_demo_again_reuses_its_company_and_reissues_the_key(app, client, db):
+    runner = app.test_cli_runner()
+    first = _last_line(runner.invoke(args=["demo"]))
+    second = _last_line(runner.invoke(args=["demo"]))
+    assert first != second
+    assert client.get("/v1/company", headers={"Authorization": f"Bearer {first}"}).status_code == 401
+    assert client.get("/v1/company", headers={"Authorization": f"Bearer {second}"}).status_code == 200
+    assert db.scalar(select(func.count()).select_from(Company)) == 1
+    assert db.scalar(select(func.count()).select_from(Store)) == 1
+    assert db.scalar(select(func.count()).select_from(Terminal)) == 1
 
 
 def test_idempotency_purge_reports_a_count(app):
