@@ -1,5 +1,8 @@
 # Two commands do all the set-up: `make run` and `make test`.
-PYTHON ?= python3.11
+# The first of Python 3.11, 3.12 and 3.13 that runs here (a version manager's shim may not).
+PYTHON ?= $(shell for p in python3.11 python3.12 python3.13 python3; do \
+	$$p -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] < (3, 14))' 2>/dev/null \
+	&& { echo $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 SERVE_STAMP := $(VENV)/.installed-serve

@@ -17,6 +17,12 @@ COMMAND_MODULES = (
 
 
 def register_commands(app: Flask) -> None:
+    from app.cli.errors import every_command, plainly
+
     for module in COMMAND_MODULES:
         for command in import_module(module).COMMANDS:
+            for each in every_command(command):
+                if each.callback is not None and not getattr(each.callback, "plain", False):
+                    each.callback = plainly(each.callback)
+                    each.callback.plain = True  # create_app may run more than once
             app.cli.add_command(command)

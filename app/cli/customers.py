@@ -5,6 +5,7 @@ import click
 from flask.cli import AppGroup
 from sqlalchemy import select
 
+from app.cli.errors import refuse
 from app.cli.session import operator_session
 from app.models import Company
 from app.services.customers import profiles
@@ -24,7 +25,7 @@ def repair_names(company_id):
             chosen = chosen.where(Company.id == company_id)
         companies = list(session.scalars(chosen))
         if company_id and not companies:
-            raise click.ClickException(f"no company {company_id}")
+            refuse(f"no company {company_id}")
         repaired = sum(profiles.record_names(session, each) for each in companies)
     click.echo(f"repaired {repaired} name rows")
 

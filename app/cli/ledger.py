@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from app.cli.session import operator_session
+from app.cli.session import existing_company, operator_session
 from app.services.rewards import verification
 
 ledger_cli = AppGroup("ledger", help="The reward ledger.")
@@ -16,6 +16,8 @@ def ledger_verify(company_id):
     """Recompute every account (of one company, if given) from its entries and holds; print
     each difference; exit 1 when there is any."""
     with operator_session() as session:
+        if company_id:
+            existing_company(session, company_id)
         differences = verification.verify(session, company_id)
         checked = verification.count_accounts(session, company_id)
     for difference in differences:

@@ -8,7 +8,8 @@ import click
 from flask import current_app
 from flask.cli import AppGroup, with_appcontext
 
-from app.cli.session import operator_session
+from app.cli.errors import refuse
+from app.cli.session import existing_company, operator_session
 from app.db import utcnow
 from app.services import wire
 from app.services.tenancy import companies, credentials
@@ -26,13 +27,19 @@ def _pepper() -> str:
     return current_app.config["SETTINGS"].api_key_pepper
 
 
-def _percent(value: str | None) -> int | None:
+def _percent(value: str | None, option: str) -> int | None:
     if value is None:
         return None
     try:
         return wire.parse_percent(value)
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
+        refuse(f"{option}: {exc}")
+
+
+def _name(value: str, option: str) -> str:
+    if not value.strip():
+        refuse(f"{option} must not be blank")
+    return value.strip()
 
 
 def _instant(value: str | None) -> datetime | None:
@@ -41,7 +48,7 @@ def _instant(value: str | None) -> datetime | None:
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise click.BadParameter(f"not an ISO 8601 time: {value}") from exc
+        refuse(f"not an ISO 8601 time: {value}")
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
@@ -56,39 +63,50 @@ def db_upgrade():
 
 @companies_cli.command("create")
 @click.argument("name")
-@click.option("--tariff", default="trial", show_default=True)
-@click.option("--register-limit", type=click.IntRange(0), default=1, show_default=True)
+@click.option("--tariff", default="trial", show_default=True, help="the tariff's name, as billed")
+@click.option("--register-limit", type=click.IntRange(0), default=1, show_default=True,
+              help="how many ACTIVE terminals the subscription allows")
 def companies_create(name, tariff, register_limit):
-    """Create a company with its program and a TRIAL subscription; prints its id."""
+    """Create a company NAME with its program and a TRIAL subscription; prints its id."""
+    name = _name(name, "NAME")
     with operator_session() as session:
-        company = companies.create_company(session, name, now=utcnow(), tariff=tariff,
+        company = companies.create_company(session, name, now=utcnow(), tariff=_name(tariff, "--tariff"),
                                            register_limit=register_limit)
     click.echo(company.id)
 
 
+@companies_cli.command("list")
+def companies_list():
+    """Every company, oldest first: id, subscription status, register limit, name."""
+    with operator_session() as session:
+        rows = companies.list_companies(session)
+        for company, subscription in rows:
+            click.echo(f"{company.id}\t{subscription.status}\t{subscription.register_limit}\t"
+                       f"{company.name}")
+    click.echo(f"{len(rows)} companies")
+
+
 @credentials_cli.command("issue")
 @click.argument("company_id")
-@click.option("--name", required=True)
-@click.option("--scopes", help="comma-separated scope names")
-@click.option("--all-scopes", is_flag=True)
+@click.option("--name", required=True, help="what the key is for, e.g. \"Till 3, Arbat\"")
+@click.option("--scopes", help=f"comma-separated, of: {', '.join(ALL_SCOPES)}")
+@click.option("--all-scopes", is_flag=True, help="every scope (instead of --scopes)")
 def credentials_issue(company_id, name, scopes, all_scopes):
-    """Issue a key; prints it (shown once)."""
+    """Issue a key of COMPANY_ID; prints it (shown once)."""
     if bool(scopes) == all_scopes:
-        raise click.UsageError("give exactly one of --scopes and --all-scopes")
+        refuse("give exactly one of --scopes and --all-scopes")
     chosen = list(ALL_SCOPES) if all_scopes else [s.strip() for s in scopes.split(",") if s.strip()]
     with operator_session() as session:
-        companies.get_company(session, company_id)
-        try:
-            _, key = credentials.issue_credential(session, company_id, name, chosen,
-                                                  pepper=_pepper(), now=utcnow())
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from exc
+        existing_company(session, company_id)
+        _, key = credentials.issue_credential(session, company_id, _name(name, "--name"), chosen,
+                                              pepper=_pepper(), now=utcnow())
     click.echo(key)
 
 
 @credentials_cli.command("rotate")
 @click.argument("credential_id")
-@click.option("--grace-seconds", type=click.IntRange(0, 86400), default=0, show_default=True)
+@click.option("--grace-seconds", type=click.IntRange(0, 86400), default=0, show_default=True,
+              help="how long the old key keeps working")
 def credentials_rotate(credential_id, grace_seconds):
     """Rotate a key; prints the new one."""
     with operator_session() as session:
@@ -112,8 +130,9 @@ def credentials_revoke(credential_id):
 @credentials_cli.command("list")
 @click.argument("company_id")
 def credentials_list(company_id):
-    """List a company's keys (metadata only)."""
+    """List a company's keys (metadata only): id, prefix, state, name, scopes."""
     with operator_session() as session:
+        existing_company(session, company_id)
         rows = credentials.list_credentials(session, company_id)
         for c in rows:
             state = "revoked" if c.revoked_at else "active"
@@ -127,25 +146,31 @@ def _credential_anywhere(session, credential_id):
 
     credential = session.scalar(select(ApiCredential).where(ApiCredential.id == credential_id))
     if credential is None:
-        raise click.BadParameter(f"no credential {credential_id}")
+        refuse(f"no credential {credential_id}")
     return credential
 
 
 @programs_cli.command("set")
 @click.argument("company_id")
-@click.option("--accrual-percent")
-@click.option("--max-redeem-percent")
-@click.option("--accrual-delay-days", type=click.IntRange(0, 3650))
-@click.option("--hold-ttl-seconds", type=click.IntRange(30, 86400))
-@click.option("--enrollment-requires-otp/--no-enrollment-requires-otp", default=None)
-@click.option("--clawback-policy", type=click.Choice(companies.CLAWBACK_POLICIES))
+@click.option("--accrual-percent", help='bonuses earned per rouble paid, e.g. "5" or "7.5"')
+@click.option("--max-redeem-percent", help="the largest share of a receipt bonuses may pay")
+@click.option("--accrual-delay-days", type=click.IntRange(0, 3650),
+              help="days before earned bonuses can be spent (0: at once)")
+@click.option("--hold-ttl-seconds", type=click.IntRange(30, 86400),
+              help="how long a register's hold lasts without a commit")
+@click.option("--enrollment-requires-otp/--no-enrollment-requires-otp", default=None,
+              help="whether enrolment needs a confirmed SMS code")
+@click.option("--clawback-policy", type=click.Choice(companies.CLAWBACK_POLICIES),
+              help="what a return does to bonuses already spent")
 def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_days,
                  hold_ttl_seconds, enrollment_requires_otp, clawback_policy):
     """Change a company's loyalty program."""
     with operator_session() as session:
+        existing_company(session, company_id)
         program = companies.update_program(
-            session, company_id, accrual_bp=_percent(accrual_percent),
-            max_redeem_bp=_percent(max_redeem_percent), accrual_delay_days=accrual_delay_days,
+            session, company_id, accrual_bp=_percent(accrual_percent, "--accrual-percent"),
+            max_redeem_bp=_percent(max_redeem_percent, "--max-redeem-percent"),
+            accrual_delay_days=accrual_delay_days,
             hold_ttl_seconds=hold_ttl_seconds, enrollment_requires_otp=enrollment_requires_otp,
             clawback_policy=clawback_policy)
         summary = (f"accrual {wire.format_percent(program.accrual_bp)}%, max redeem "
@@ -157,12 +182,14 @@ def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_
 
 @subscriptions_cli.command("set")
 @click.argument("company_id")
-@click.option("--status", type=click.Choice(companies.SUBSCRIPTION_STATUSES))
-@click.option("--register-limit", type=click.IntRange(0))
-@click.option("--access-until")
+@click.option("--status", type=click.Choice(companies.SUBSCRIPTION_STATUSES),
+              help="STOPPED refuses holds and commits")
+@click.option("--register-limit", type=click.IntRange(0), help="ACTIVE terminals allowed")
+@click.option("--access-until", help="ISO 8601, e.g. 2027-01-31T00:00:00Z")
 def subscriptions_set(company_id, status, register_limit, access_until):
     """Change a company's subscription."""
     with operator_session() as session:
+        existing_company(session, company_id)
         sub = companies.update_subscription(session, company_id, status=status,
                                             register_limit=register_limit,
                                             access_until=_instant(access_until))

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import sys
 from datetime import timedelta
-from typing import NoReturn
 
 import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from app.cli.errors import refuse
 from app.cli.session import operator_session
 from app.db import utcnow
 from app.delivery_queue import enqueue_deliveries
@@ -20,17 +20,11 @@ from app.upkeep import in_batches
 webhooks_cli = AppGroup("webhooks", help="Webhook hosts and dead letters.")
 
 
-def _refuse(message: str) -> NoReturn:
-    """One line on stderr, exit status 2 (a bad argument), for scripts and people alike."""
-    click.echo(f"Error: {message}", err=True)
-    raise SystemExit(2)
-
-
 def _host(value: str) -> str:
     try:
         return endpoints.normalise_host(value)
     except ValueError as exc:
-        _refuse(str(exc))
+        refuse(str(exc))
 
 
 @webhooks_cli.command("allow-host")
@@ -42,7 +36,7 @@ def allow_host(host):
     host = _host(host)
     if endpoints.internal_address(host) and \
             not current_app.config["SETTINGS"].webhook_allow_private_addresses:
-        _refuse(f"{host} is an internal address (private, loopback, link-local or reserved); "
+        refuse(f"{host} is an internal address (private, loopback, link-local or reserved); "
                 "webhooks may not target it")
     with operator_session() as session:
         stored = endpoints.allow_host(session, host, now=utcnow())
@@ -55,7 +49,7 @@ def disallow_host(host):
     """Stop deliveries to HOST and refuse new endpoints on it."""
     with operator_session() as session:
         if not endpoints.disallow_host(session, _host(host)):
-            raise click.ClickException(f"{host} is not an allowed host")
+            refuse(f"{host} is not an allowed host")
     click.echo(f"disallowed {_host(host)}")
 
 
@@ -71,7 +65,8 @@ def hosts():
 
 @webhooks_cli.command("dead-letters")
 @click.option("--company", "company_id", help="only this company's")
-@click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(1), default=100, show_default=True,
+              help="at most this many lines")
 def dead_letters(company_id, limit):
     """Dead deliveries, newest event first: event id, type, company, endpoint, url, attempts,
     last status, last error."""
@@ -91,7 +86,7 @@ def replay(event_id):
         try:
             revived, skipped = delivery.replay_event(session, event_id, now=utcnow())
         except NotFound:
-            raise click.ClickException(f"event {event_id} has no dead deliveries") from None
+            refuse(f"event {event_id} has no dead deliveries")
     # After the commit: the job must find the delivery PENDING. Without Redis the sweep sends it.
     enqueue_deliveries(current_app.config["SETTINGS"], revived)
     if skipped:

@@ -117,4 +117,4 @@ def test_repair_names_writes_the_rows_a_rolling_deploy_left_out(app, db, tenant,
     assert set(db.scalars(select(CustomerName.full_name))) == {"анна петрова"}
 
     unknown = runner.invoke(args=["customers", "repair-names", "no-such-company"])
-    assert unknown.exit_code == 1 and "no company" in unknown.output
+    assert unknown.exit_code == 2 and "no company" in unknown.output

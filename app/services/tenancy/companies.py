@@ -42,6 +42,13 @@ def create_company(session: Session, name: str, *, now: datetime, tariff: str = 
     return company
 
 
+def list_companies(session: Session) -> list[tuple[Company, Subscription]]:
+    """Every company with its subscription, oldest first (the operator's list)."""
+    return [(company, subscription) for company, subscription in session.execute(
+        select(Company, Subscription).join(Subscription, Subscription.company_id == Company.id)
+        .order_by(Company.created_at, Company.id))]
+
+
 def get_company(session: Session, company_id: str) -> Company:
     company = session.get(Company, company_id)
     if company is None:
