@@ -143,8 +143,10 @@ _UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03")
 def database_unavailable(error: BaseException) -> bool:
     """Whether a database error means the server cannot be reached (a 503 to retry), rather
     than a fault of ours (a 500). SQLite, a file, is never 'unavailable'."""
-    if not isinstance(error, exc.DBAPIError) or error.connection_invalidated:
-        return isinstance(error, exc.DBAPIError)
+    if not isinstance(error, exc.DBAPIError):
+        return False
+    if error.connection_invalidated:
+        return True
     original = error.orig
     if type(original).__module__.split(".")[0] != "psycopg2":
         return False
