@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.services.checkout import holds
-from app.services.rewards import ledger
+from app.services.rewards import ledger, upkeep
 from app.services.unit_of_work import UnitOfWork
 from app.upkeep import in_batches, prune_outbox, purge_idempotency
 from worker.context import job_session, worker_app
@@ -24,6 +24,10 @@ log = logging.getLogger("worker.periodic")
 # accounts' work, not for a whole run's.
 MATURE_BATCH = 20
 MATURE_MOST = 500  # per run; the next run takes the rest
+# Accounts whose points expire, per transaction: small, so that no account (and no register
+# waiting for it) stays locked for more than a few milliseconds (docs/performance.md).
+EXPIRE_BATCH = 10
+EXPIRE_MOST = 50_000  # accounts per run
 
 
 def mature_rewards(session: Session, now: datetime) -> int:
@@ -37,8 +41,15 @@ def mature_rewards(session: Session, now: datetime) -> int:
                       most=MATURE_MOST // MATURE_BATCH)
 
 
+def expire_points(session: Session, now: datetime) -> int:
+    """Lots whose time has come expire, and reward.expiring goes out for lots soon to."""
+    return in_batches(session, lambda limit: upkeep.expire_due_accounts(session, now, limit),
+                      limit=EXPIRE_BATCH, most=EXPIRE_MOST // EXPIRE_BATCH)
+
+
 TASKS = [
     ("mature rewards", mature_rewards),
+    ("expire points", expire_points),
     ("webhook outbox sweep", sweep_outbox),
     ("expire holds", holds.expire_holds),
     ("expire checkout sessions", holds.expire_sessions),

@@ -20,6 +20,12 @@ class ProgramResponse(Schema):
     holdTtlSeconds = ma.fields.Integer(attribute="hold_ttl_seconds", required=True)
     enrollmentRequiresOtp = ma.fields.Boolean(attribute="enrollment_requires_otp", required=True)
     clawbackPolicy = ma.fields.String(attribute="clawback_policy", required=True)
+    pointsLifetimeDays = ma.fields.Integer(
+        attribute="points_lifetime_days", required=True, allow_none=True,
+        metadata={"description": "Days a credit's points live (1..3650); null: they never expire"})
+    expiryReminderDays = ma.fields.Integer(
+        attribute="expiry_reminder_days", required=True, allow_none=True,
+        metadata={"description": "Days before expiry that reward.expiring is sent (1..90); null: never"})
 
 
 class SubscriptionResponse(Schema):

@@ -87,7 +87,10 @@ class Timestamp(ma.fields.DateTime):
         parsed: datetime = super()._deserialize(value, attr, data, **kwargs)
         if parsed.tzinfo is None:
             raise ma.ValidationError("must carry a time zone (e.g. Z)")
-        return parsed.astimezone(timezone.utc)
+        try:
+            return parsed.astimezone(timezone.utc)
+        except OverflowError:  # 9999-12-31T23:00:00-05:00 is in the year 10000
+            raise ma.ValidationError("is beyond the last representable moment") from None
 
 
 def no_nul(value: str) -> None:

@@ -32,7 +32,8 @@ class RewardAdjustments(MethodView):
     def post(self, body, customer_id):
         """Credit or debit bonuses by hand, with the reason; never below the available balance."""
         entry, account = accounts.adjust(request_session(), g.company_id, customer_id,
-                                         amount=body["amount"], basis=body["basis"], now=utcnow())
+                                         amount=body["amount"], basis=body["basis"],
+                                         expires_at=body.get("expiresAt"), now=utcnow())
         return {"entry": entry, "balance": Balance.of(account)}
 
 

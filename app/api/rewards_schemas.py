@@ -12,18 +12,29 @@ def _not_zero(value):
         raise ma.ValidationError("must not be zero: positive credits, negative debits")
 
 
+class ExpiringPoints(Schema):
+    amount = Amount(required=True)
+    expiresAt = Timestamp(attribute="expires_at", required=True)
+
+
 class RewardAccountResponse(Schema):
     customerId = ma.fields.String(attribute="customer_id", required=True)
     available = Amount(required=True)
     pending = Amount(required=True)
     reserved = Amount(required=True)
     updatedAt = Timestamp(attribute="updated_at", required=True)
+    expiring = ma.fields.List(ma.fields.Nested(ExpiringPoints), required=True, metadata={
+        "description": "Up to 5 next moments at which points would expire, with how many "
+                       "would, soonest first"})
 
 
 class RewardAdjustmentRequest(Schema):
     amount = Amount(required=True, validate=_not_zero,
                     metadata={"description": "Positive credits (active at once), negative debits"})
     basis = Text(maximum=500, required=True, metadata={"description": "Why: mandatory"})
+    expiresAt = Timestamp(metadata={"description": "Promotional points: when this credit's "
+                                                   "points expire (later than now, at most 10 "
+                                                   "years ahead; only with a positive amount)"})
 
 
 class RewardAdjustmentResponse(Schema):
@@ -46,6 +57,8 @@ class RewardActivity(Schema):
     basis = ma.fields.String(allow_none=True)
     saleId = ma.fields.String(attribute="sale_id", allow_none=True)
     returnId = ma.fields.String(attribute="return_id", allow_none=True)
+    expiresAt = Timestamp(attribute="expires_at", allow_none=True, metadata={
+        "description": "When the credit's points expire (its lot's); null for other entries"})
     createdAt = Timestamp(attribute="created_at", required=True)
 
 

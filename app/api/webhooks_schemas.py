@@ -14,7 +14,10 @@ class CreateWebhookEndpointRequest(Schema):
     events = ma.fields.List(
         ma.fields.String(validate=ma.validate.OneOf(EVENT_NAMES)), required=True,
         validate=ma.validate.Length(min=1),
-        metadata={"description": 'Event names, or ["*"] for every event'})
+        metadata={"description": 'Event names, or ["*"] for every event. reward.expiring '
+                                  '{customerId, amount, expiresAt}: once per lot of points, '
+                                  'expiryReminderDays before it expires; reward.expired '
+                                  '{customerId, amount, expiredAt, balance}: each EXPIRY entry'})
     description = ma.fields.String(allow_none=True, validate=[ma.validate.Length(max=500), no_nul])
 
     @ma.validates("events")

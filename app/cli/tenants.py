@@ -36,6 +36,21 @@ def _percent(value: str | None, option: str) -> int | None:
         refuse(f"{option}: {exc}")
 
 
+def _days_or_none(value: str | None, option: str, most: int) -> int | None | object:
+    """N (1..most), or "none" for null (companies.NULL); None when the option is not given."""
+    if value is None:
+        return None
+    if value.strip().lower() == "none":
+        return companies.NULL
+    if not value.strip().isdigit() or not 1 <= int(value) <= most:
+        refuse(f"{option}: a whole number of days from 1 to {most}, or none")
+    return int(value)
+
+
+def _days(value: int | None) -> str:
+    return "none" if value is None else f"{value} d"
+
+
 def _name(value: str, option: str) -> str:
     if not value.strip():
         refuse(f"{option} must not be blank")
@@ -162,8 +177,13 @@ def _credential_anywhere(session, credential_id):
               help="whether enrolment needs a confirmed SMS code")
 @click.option("--clawback-policy", type=click.Choice(companies.CLAWBACK_POLICIES),
               help="what a return does to bonuses already spent")
+@click.option("--points-lifetime-days", metavar="N|none",
+              help="days a credit's points live before they expire (1..3650); none: never")
+@click.option("--expiry-reminder-days", metavar="N|none",
+              help="days before points expire that reward.expiring is sent (1..90); none: never")
 def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_days,
-                 hold_ttl_seconds, enrollment_requires_otp, clawback_policy):
+                 hold_ttl_seconds, enrollment_requires_otp, clawback_policy,
+                 points_lifetime_days, expiry_reminder_days):
     """Change a company's loyalty program."""
     with operator_session() as session:
         existing_company(session, company_id)
@@ -172,11 +192,17 @@ def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_
             max_redeem_bp=_percent(max_redeem_percent, "--max-redeem-percent"),
             accrual_delay_days=accrual_delay_days,
             hold_ttl_seconds=hold_ttl_seconds, enrollment_requires_otp=enrollment_requires_otp,
-            clawback_policy=clawback_policy)
+            clawback_policy=clawback_policy,
+            points_lifetime_days=_days_or_none(points_lifetime_days, "--points-lifetime-days",
+                                               companies.LONGEST_POINTS_LIFETIME_DAYS),
+            expiry_reminder_days=_days_or_none(expiry_reminder_days, "--expiry-reminder-days",
+                                               companies.LONGEST_EXPIRY_REMINDER_DAYS))
         summary = (f"accrual {wire.format_percent(program.accrual_bp)}%, max redeem "
                    f"{wire.format_percent(program.max_redeem_bp)}%, delay {program.accrual_delay_days} d, "
                    f"hold {program.hold_ttl_seconds} s, otp {program.enrollment_requires_otp}, "
-                   f"clawback {program.clawback_policy}")
+                   f"clawback {program.clawback_policy}, "
+                   f"points lifetime {_days(program.points_lifetime_days)}, "
+                   f"expiry reminder {_days(program.expiry_reminder_days)}")
     click.echo(summary)
 
 

@@ -2,7 +2,8 @@
 from app.models.checkout import CheckoutSession, Hold, Quote, Return, Sale, SaleLine
 from app.models.company import Company, Program, Subscription
 from app.models.credential import ApiCredential
-from app.models.customer import Customer, CustomerName, LedgerEntry, OtpChallenge, RewardAccount
+from app.models.customer import (Customer, CustomerName, LedgerEntry, OtpChallenge, RewardAccount,
+                                 RewardLot)
 from app.models.gift_card import GiftCard
 from app.models.idempotency import IdempotencyRecord
 from app.models.location import CatalogItem, CatalogSync, Cashier, Store, Terminal
@@ -11,6 +12,6 @@ from app.models.outbox import AllowedWebhookHost, OutboxEvent, WebhookDelivery, 
 __all__ = [
     "AllowedWebhookHost", "ApiCredential", "Cashier", "CatalogItem", "CatalogSync", "CheckoutSession",
     "Company", "Customer", "CustomerName", "GiftCard", "Hold", "IdempotencyRecord", "LedgerEntry",
-    "OtpChallenge", "OutboxEvent", "Program", "Quote", "Return", "RewardAccount", "Sale",
+    "OtpChallenge", "OutboxEvent", "Program", "Quote", "Return", "RewardAccount", "RewardLot", "Sale",
     "SaleLine", "Store", "Subscription", "Terminal", "WebhookDelivery", "WebhookEndpoint",
 ]

@@ -101,6 +101,9 @@ class Sale(TenantMixin, Base):
     accrued: Mapped[int] = mapped_column(Money)
     accrual_available_at: Mapped[datetime] = mapped_column(UtcDateTime)
     committed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # When the earliest lot the redemption took from expires (null: none of them does): a
+    # return's restored redemption expires then (CONTRACT §14).
+    redemption_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     # JSON list of the lines printed on the receipt at commit (the balance then, not now).
     receipt_text: Mapped[str | None] = mapped_column(Text, nullable=True)
 

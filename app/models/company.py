@@ -31,6 +31,9 @@ class Program(TenantMixin, Base):
     hold_ttl_seconds: Mapped[int] = mapped_column(Integer, default=900)
     enrollment_requires_otp: Mapped[bool] = mapped_column(Boolean, default=False)
     clawback_policy: Mapped[str] = mapped_column(String(20), default="UNLIMITED")
+    # CONTRACT §14: null lifetime, points never expire; null reminder, no reward.expiring.
+    points_lifetime_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    expiry_reminder_days: Mapped[int | None] = mapped_column(Integer, nullable=True, default=7)
 
 
 class Subscription(TenantMixin, Base):

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import (Date, ForeignKeyConstraint, Index, Integer, String, UniqueConstraint)
+from sqlalchemy import (Date, ForeignKeyConstraint, Index, Integer, String, UniqueConstraint,
+                        text)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UtcDateTime, utcnow
@@ -55,6 +56,13 @@ class RewardAccount(Base):
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
         Index("ix_reward_accounts_available", "company_id", "available"),
+        # The periodic job's candidates (CONTRACT §14): only accounts with lots to watch.
+        Index("ix_reward_accounts_expiry", "next_expiry_at",
+              postgresql_where=text("next_expiry_at IS NOT NULL"),
+              sqlite_where=text("next_expiry_at IS NOT NULL")),
+        Index("ix_reward_accounts_reminder", "next_reminder_at",
+              postgresql_where=text("next_reminder_at IS NOT NULL"),
+              sqlite_where=text("next_reminder_at IS NOT NULL")),
     )
 
     company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -64,6 +72,10 @@ class RewardAccount(Base):
     reserved: Mapped[int] = mapped_column(Money, default=0)
     # Earliest availableAt among PENDING entries: maturing on touch costs nothing until then.
     next_maturity_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    # Earliest expiresAt among lots with points left, and earliest reward.expiring still to
+    # send: expiring and reminding on touch cost nothing until then (CONTRACT §14).
+    next_expiry_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    next_reminder_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
@@ -87,6 +99,32 @@ class LedgerEntry(TenantMixin, Base):
     sale_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     return_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     hold_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+
+
+class RewardLot(Base):
+    """A credit's points and when they expire (CONTRACT §14): spending takes from the lot that
+    expires first. A lot's id is its credit's ledger entry id (a balance brought forward by
+    migration 0011 has the customer's id). Only `remaining` and `remind_at` ever change."""
+
+    __tablename__ = "reward_lots"
+    __table_args__ = (
+        ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
+        # What a touch reads: the account's lots with points left.
+        Index("ix_reward_lots_open", "company_id", "customer_id",
+              postgresql_where=text("remaining > 0"), sqlite_where=text("remaining > 0")),
+    )
+
+    company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    customer_id: Mapped[str] = mapped_column(String(36))
+    # The sale of an accrual's lot: a reversal of that sale takes from it first.
+    sale_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    amount: Mapped[int] = mapped_column(Money)
+    remaining: Mapped[int] = mapped_column(Money)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    # When reward.expiring is due; null once sent, or when the program sends none.
+    remind_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 class OtpChallenge(TenantMixin, Base):

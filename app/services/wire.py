@@ -97,10 +97,8 @@ class Balance:
     reserved: int
 
     @classmethod
-    def of(cls, account, matured: int = 0) -> Balance:
-        """`matured`: pending kopecks that have come due but are not yet moved (see
-        `ledger.due_amounts`), shown as available, as the next touch would make them."""
-        return cls(account.available + matured, account.pending - matured, account.reserved)
+    def of(cls, account) -> Balance:
+        return cls(account.available, account.pending, account.reserved)
 
     def as_json(self) -> dict:
         return {"available": format_amount(self.available), "pending": format_amount(self.pending),

@@ -35,13 +35,15 @@ def statements(app):
 #   quote    the session's context, the catalog flags, the session's move, the quote   4
 #   hold     context, session's move, account lock, hold, account, event               6
 #   release  context, session's move, hold's end, account lock, account, event         6
-#   commit   context, session's move, capture, account lock, sale, its lines,
-#            ledger entries (one batch), account, event                                9
-#   return   sale lock, its lines, account lock, line updates
-#            (one batch), sale state, return, ledger entries, account, event            9
+#   commit   context, session's move, capture, account lock, the account's lots (the
+#            redemption takes from them), sale, its lines, ledger entries (one batch),
+#            the accrual's lot, lots taken from (one batch), account, event           12
+#   return   sale lock, its lines, account lock, the account's lots (the reversal takes
+#            from them), line updates (one batch), sale state, return, ledger entries,
+#            the restore's lot, lots taken from, account, event                       12
 #            (+ the pending of the sale, when its accrual still waits)
 #   lookup   the sale, its lines (the register looks up without its pos key here)   2
-STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 12, "return": 12,
+STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 15, "return": 15,
               "lookup": 3}
 # On PostgreSQL the writes nothing waits on (new rows, an account's balances, an event) travel
 # with the next statement (UnitOfWork.defer): one round trip carries them all.
@@ -49,10 +51,10 @@ STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 12, "ret
 #   quote    key, record, context, flags, move, [quote + answer]
 #   hold     key, record, context, move, lock, [account + hold + event + answer]
 #   release  key, record, context, move, hold's end, lock, [account + event + answer]
-#   commit   key, record, context, move, capture, lock, sale,
-#            [lines + entries + account + event + answer]
-#   return   key, record, sale lock, its lines, lock, [the rest + answer]
-ROUND_TRIPS = {"open": 4, "quote": 6, "hold": 6, "release": 7, "commit": 8, "return": 6,
+#   commit   key, record, context, move, capture, lock, lots, sale,
+#            [lines + entries + lots + account + event + answer]
+#   return   key, record, sale lock, its lines, lock, lots, [the rest + answer]
+ROUND_TRIPS = {"open": 4, "quote": 6, "hold": 6, "release": 7, "commit": 9, "return": 7,
                "lookup": 3}
 
 

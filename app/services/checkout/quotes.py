@@ -15,7 +15,7 @@ from app.services.checkout.sessions import (ATTEMPTS, check_not_expired, hold_ha
                                             is_stopped, read_context)
 from app.services.checkout.statements import CATALOG_FLAGS, INSERT_QUOTE, QUOTED
 from app.services.errors import Conflict
-from app.services.rewards import ledger
+from app.services.rewards import expiry, ledger
 from app.services.unit_of_work import UnitOfWork
 
 # Quotes
@@ -64,7 +64,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
         raise Conflict("the checkout session is changing; try again")
 
     available = ctx.available
-    if touched or (ctx.next_maturity_at is not None and ctx.next_maturity_at <= now):
+    if touched or expiry.changes_balance(ctx, now):
         account = ledger.lock(work, company_id, ctx.customer_id, now)
         if touched:
             expire_touched_hold(work, company_id, session_id, account, now)

@@ -33,7 +33,8 @@ _PROGRAMS, _RETURNS, _LEDGER = Program.__table__, Return.__table__, LedgerEntry.
 
 # The sale's row lock serialises returns of one sale: each sees what the last one left.
 _LOCKED_SALE = (select(SALES.c.id, SALES.c.customer_id, SALES.c.state,
-                       SALES.c.accrual_available_at, _PROGRAMS.c.clawback_policy)
+                       SALES.c.accrual_available_at, SALES.c.redemption_expires_at,
+                       _PROGRAMS.c.clawback_policy)
                 .join(_PROGRAMS, _PROGRAMS.c.company_id == SALES.c.company_id)
                 .where(SALES.c.company_id == bindparam("company"),
                        SALES.c.id == bindparam("sale_id"))
@@ -98,7 +99,10 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
     entry = {"now": now, "sale_id": sale_id, "return_id": return_id}
     account = ledger.lock(work, company_id, sale.customer_id, now)
     if restored:
-        ledger.post(account, type="REDEMPTION_RESTORE", amount=restored, **entry)
+        # It expires with the earliest lot the redemption took from: a return never lengthens
+        # a point's life (CONTRACT §14).
+        ledger.post(account, type="REDEMPTION_RESTORE", amount=restored,
+                    expires_at=sale.redemption_expires_at, **entry)
     pending_left = 0
     if reversing and sale.accrual_available_at > now:
         # int(): PostgreSQL sums bigint as numeric.

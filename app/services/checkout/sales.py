@@ -16,7 +16,7 @@ from app.services.checkout.sessions import ATTEMPTS, read_for_redemption
 from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSERT_SALE,
                                               INSERT_SALE_LINES, LINES_OF_SALE, SALE_BY_RECEIPT)
 from app.services.errors import Conflict, NotFound
-from app.services.rewards import ledger
+from app.services.rewards import ledger, lots
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 
@@ -57,9 +57,11 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
                              line["accruableItem"]) for line in lines],
         max_redeem_bp=quote["maxRedeemBp"], accrual_bp=quote["accrualBp"], redeemed=redeemed)
     sale_id = new_id()
+    redemption_expires_at = None
     if redeemed:
         ledger.post(account, type="REDEMPTION", amount=-redeemed, now=now,
                     sale_id=sale_id, hold_id=captured.id, from_reserved=True)
+        redemption_expires_at = lots.earliest_end(account.last_spent)
     delay = ctx.accrual_delay_days
     accrual_available_at = now + timedelta(days=delay)
     if priced.accrual:
@@ -85,6 +87,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
             "quote_id": quote_id, "state": COMMITTED, "total_amount": sale.total_amount,
             "redeemed": redeemed, "accrued": sale.accrued,
             "accrual_available_at": accrual_available_at, "committed_at": now,
+            "redemption_expires_at": redemption_expires_at,
             "receipt_text": json.dumps(text, ensure_ascii=False), "created_at": now})
     except IntegrityError:  # another session of the same receipt committed first
         raise Conflict("this receipt already has a committed sale",

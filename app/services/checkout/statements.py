@@ -58,6 +58,8 @@ CONTEXT = (
            _of_session(_ACCOUNTS.c.available, *_ACCOUNT_OF_SESSION).label("available"),
            _of_session(_ACCOUNTS.c.next_maturity_at,
                        *_ACCOUNT_OF_SESSION).label("next_maturity_at"),
+           _of_session(_ACCOUNTS.c.next_expiry_at,
+                       *_ACCOUNT_OF_SESSION).label("next_expiry_at"),
            _of_session(SALES.c.id, _OF_SESSION_COMPANY[SALES],
                        SALES.c.external_receipt_id == SESSIONS.c.external_receipt_id)
            .label("sale_id"))

@@ -14,6 +14,7 @@ from app.services.cards import identifiers
 from app.services.customers import otp, phones
 from app.services.errors import Conflict, NotFound
 from app.services.rewards import ledger
+from app.services.rewards.accounts import shown_balances
 from app.services.rewards.accounts import LARGEST_BALANCE, fresh
 from app.services.tenancy import companies
 from app.services.unit_of_work import UnitOfWork
@@ -160,10 +161,8 @@ def directory(session: Session, company_id: str, *, query: str | None = None,
         # One account per customer: count the narrower table.
         total = (offset + len(rows) if rows and len(rows) < limit else
                  session.scalar(select(func.count()).select_from(RewardAccount).where(*accounts)))
-    due = ledger.due_amounts(session, company_id, [
-        account.customer_id for _, account in rows
-        if account.next_maturity_at is not None and account.next_maturity_at <= now], now)
-    return [CustomerBalance(customer, Balance.of(account, due.get(customer.id, 0)))
+    shown = shown_balances(session, company_id, [account for _, account in rows], now)
+    return [CustomerBalance(customer, shown.get(customer.id) or Balance.of(account))
             for customer, account in rows], total
 
 

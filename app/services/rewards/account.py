@@ -7,28 +7,49 @@ changes after a write-out is written again at commit, never lost.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import bindparam, insert, select, update
 
-from app.models import LedgerEntry, RewardAccount
+from app.models import LedgerEntry, Program, RewardAccount
+from app.services.rewards.lots import LOTS, Lot
 
 ACCOUNTS = RewardAccount.__table__
-LOCK = (select(ACCOUNTS.c.company_id, ACCOUNTS.c.customer_id, ACCOUNTS.c.available,
-               ACCOUNTS.c.pending, ACCOUNTS.c.reserved, ACCOUNTS.c.next_maturity_at,
-               ACCOUNTS.c.updated_at)
+_PROGRAMS = Program.__table__
+
+
+def _of_program(column):
+    # The program's expiry settings come with the lock, so a credit knows its lot's life
+    # without a round trip of its own.
+    return (select(column).where(_PROGRAMS.c.company_id == ACCOUNTS.c.company_id)
+            .scalar_subquery().label(column.name))
+
+
+LOCKED_COLUMNS = (ACCOUNTS.c.company_id, ACCOUNTS.c.customer_id, ACCOUNTS.c.available,
+                  ACCOUNTS.c.pending, ACCOUNTS.c.reserved, ACCOUNTS.c.next_maturity_at,
+                  ACCOUNTS.c.updated_at, ACCOUNTS.c.next_expiry_at, ACCOUNTS.c.next_reminder_at,
+                  _of_program(_PROGRAMS.c.points_lifetime_days),
+                  _of_program(_PROGRAMS.c.expiry_reminder_days))
+LOCK = (select(*LOCKED_COLUMNS)
         .where(ACCOUNTS.c.company_id == bindparam("company_id"),
                ACCOUNTS.c.customer_id == bindparam("customer_id"))
-        .with_for_update())
+        .with_for_update(of=ACCOUNTS))
 OPEN = insert(ACCOUNTS)
 _SAVE = (update(ACCOUNTS)
          .where(ACCOUNTS.c.company_id == bindparam("b_company_id"),
                 ACCOUNTS.c.customer_id == bindparam("b_customer_id"))
          .values(available=bindparam("b_available"), pending=bindparam("b_pending"),
                  reserved=bindparam("b_reserved"), next_maturity_at=bindparam("b_next_maturity_at"),
+                 next_expiry_at=bindparam("b_next_expiry_at"),
+                 next_reminder_at=bindparam("b_next_reminder_at"),
                  updated_at=bindparam("b_updated_at")))
 _INSERT_ENTRIES = insert(LedgerEntry.__table__)
+_INSERT_LOTS = insert(LOTS)
+_SAVE_LOT = (update(LOTS)
+             .where(LOTS.c.company_id == bindparam("b_company_id"), LOTS.c.id == bindparam("b_id"))
+             .values(remaining=bindparam("b_remaining"), remind_at=bindparam("b_remind_at")))
 
 
 @dataclass(eq=False)
@@ -40,8 +61,23 @@ class Account:
     reserved: int
     next_maturity_at: datetime | None
     updated_at: datetime
+    next_expiry_at: datetime | None = None
+    next_reminder_at: datetime | None = None
+    # The program's, when the account was locked (CONTRACT §14).
+    points_lifetime_days: int | None = None
+    expiry_reminder_days: int | None = None
     # Entries posted since the last write-out: rows of ledger_entries, as values.
     new_entries: list[dict] = field(default_factory=list)
+    # The lots with points left, read on first need (a debit or an expiry) by `read_lots`;
+    # None until then. Lots made meanwhile wait in `new_lots`, changed ones in `changed_lots`.
+    lots: list[Lot] | None = None
+    read_lots: Callable[[], list[Lot]] | None = None
+    new_lots: list[Lot] = field(default_factory=list)
+    changed_lots: dict[str, Lot] = field(default_factory=dict)
+    # (lot, taken) of the last debit: a redemption's restore expires with its earliest lot.
+    last_spent: list[tuple[Lot, int]] = field(default_factory=list)
+    # Lots whose reward.expiring the last expiry marked sent, for the events.
+    reminded: list[Lot] = field(default_factory=list)
     written: tuple = ()
 
     def __post_init__(self) -> None:
@@ -49,19 +85,47 @@ class Account:
 
     def _figures(self) -> tuple:
         return (self.available, self.pending, self.reserved, self.next_maturity_at,
-                self.updated_at)
+                self.next_expiry_at, self.next_reminder_at, self.updated_at)
+
+    def open_lots(self) -> list[Lot]:
+        """Every lot with points left, the ones made in this transaction included."""
+        if self.lots is None:
+            self.lots = list(self.read_lots()) if self.read_lots else []
+            known = {lot.id for lot in self.lots}
+            self.lots.extend(lot for lot in self.new_lots if lot.id not in known)
+        return self.lots
+
+    def add_lot(self, lot: Lot) -> None:
+        self.new_lots.append(lot)
+        if self.lots is not None:
+            self.lots.append(lot)
+
+    def lot_changed(self, lot: Lot) -> None:
+        if lot not in self.new_lots:
+            self.changed_lots[lot.id] = lot
 
     def writes(self) -> list[tuple]:
         """(statement, params) that bring the stored account up to this one; none when
         nothing changed since the last call."""
         figures = self._figures()
-        if not self.new_entries and figures == self.written:
+        if not self.new_entries and not self.new_lots and not self.changed_lots \
+                and figures == self.written:
             return []
         writes = [(_INSERT_ENTRIES, self.new_entries)] if self.new_entries else []
+        if self.new_lots:
+            writes.append((_INSERT_LOTS, [
+                {"company_id": self.company_id, "customer_id": self.customer_id, **lot.__dict__}
+                for lot in self.new_lots]))
+        if self.changed_lots:
+            writes.append((_SAVE_LOT, [
+                {"b_company_id": self.company_id, "b_id": lot.id, "b_remaining": lot.remaining,
+                 "b_remind_at": lot.remind_at} for lot in self.changed_lots.values()]))
         writes.append((_SAVE, {
             "b_company_id": self.company_id, "b_customer_id": self.customer_id,
             "b_available": self.available, "b_pending": self.pending,
             "b_reserved": self.reserved, "b_next_maturity_at": self.next_maturity_at,
+            "b_next_expiry_at": self.next_expiry_at, "b_next_reminder_at": self.next_reminder_at,
             "b_updated_at": self.updated_at}))
-        self.new_entries, self.written = [], figures
+        self.new_entries, self.new_lots, self.changed_lots = [], [], {}
+        self.written = figures
         return writes

@@ -2,26 +2,32 @@
 ledger's history. Every balance change goes through `app.services.rewards.ledger`."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
-from app.models import LedgerEntry, RewardAccount
+from app.models import LedgerEntry, Program, RewardAccount, RewardLot
 from app.services.errors import InvalidField, NotFound
-from app.services.rewards import ledger
+from app.services.rewards import expiry, ledger, lots
 from app.services.rewards.account import Account
+from app.services.rewards.lots import OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance, format_amount, format_timestamp
 
 # Balances are kept in a signed 64-bit column.
 LARGEST_BALANCE = 2 ** 63 - 1
+# Promotional points live at most this long (CONTRACT §14).
+LONGEST_PROMOTION_YEARS = 10
 
 
 _ACCOUNT = select(RewardAccount).where(RewardAccount.company_id == bindparam("company_id"),
                                        RewardAccount.customer_id == bindparam("customer_id"))
-_ACTIVITIES = (select(LedgerEntry)
+_LOT_OF_ENTRY = ((RewardLot.company_id == LedgerEntry.company_id)
+                 & (RewardLot.id == LedgerEntry.id))
+_ACTIVITIES = (select(LedgerEntry, RewardLot.expires_at).outerjoin(RewardLot, _LOT_OF_ENTRY)
                .where(LedgerEntry.company_id == bindparam("company_id"),
                       LedgerEntry.customer_id == bindparam("customer_id"))
                .order_by(LedgerEntry.created_at.desc(), LedgerEntry.id.desc())
@@ -31,35 +37,83 @@ _ACTIVITY_COUNT = (select(func.count()).select_from(LedgerEntry)
                           LedgerEntry.customer_id == bindparam("customer_id")))
 
 
+@dataclass(frozen=True)
+class AccountStatement:
+    """RewardAccountResponse: the balances and the next expiries, {expires_at, amount}."""
+
+    customer_id: str
+    available: int
+    pending: int
+    reserved: int
+    updated_at: datetime
+    expiring: list[dict]
+
+
 def fresh(session: Session, account: RewardAccount, now: datetime) -> RewardAccount | Account:
-    """The account read with whatever has come due matured (first touch: it is locked only
-    when something is due)."""
-    if account.next_maturity_at is not None and account.next_maturity_at <= now:
+    """The account read with whatever has come due matured and expired (first touch: it is
+    locked only when something is due)."""
+    if expiry.is_due(account, now):
         return ledger.lock(UnitOfWork.of(session), account.company_id, account.customer_id, now)
     return account
 
 
-def get_account(session: Session, company_id: str, customer_id: str,
-                now: datetime) -> RewardAccount | Account:
+def _account(session: Session, company_id: str, customer_id: str, now: datetime):
     account = session.scalar(_ACCOUNT, {"company_id": company_id, "customer_id": customer_id})
     if account is None:
         raise NotFound("customer")
     return fresh(session, account, now)
 
 
+def get_account(session: Session, company_id: str, customer_id: str,
+                now: datetime) -> AccountStatement:
+    account = _account(session, company_id, customer_id, now)
+    if isinstance(account, Account):
+        held = account.open_lots()
+    else:
+        ids = {"company_id": company_id, "customer_id": customer_id}
+        held = [Lot(*row) for row in session.execute(OPEN_LOTS, ids)]
+    return AccountStatement(customer_id, account.available, account.pending, account.reserved,
+                            account.updated_at,
+                            [{"expires_at": moment, "amount": amount}
+                             for moment, amount in lots.expiring(held, account.available)])
+
+
+def _promotion_end(expires_at: datetime | None, amount: int, now: datetime) -> datetime | None:
+    """The adjustment's own expiresAt, checked: only on a credit, later than now, at most ten
+    years ahead (422 on body.expiresAt otherwise)."""
+    if expires_at is None:
+        return None
+    if amount < 0:
+        raise InvalidField(["body", "expiresAt"], "only a credit (a positive amount) expires",
+                           "value_error")
+    if expires_at <= now:
+        raise InvalidField(["body", "expiresAt"], "must be later than now", "value_error")
+    try:
+        latest = now.replace(year=now.year + LONGEST_PROMOTION_YEARS)
+    except ValueError:  # 29 February
+        latest = now.replace(year=now.year + LONGEST_PROMOTION_YEARS, day=28)
+    if expires_at > latest:
+        raise InvalidField(["body", "expiresAt"], "must be at most 10 years ahead", "value_error")
+    return expires_at
+
+
 def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, basis: str,
-           now: datetime) -> tuple[dict, Account]:
-    """A manual credit (ACTIVE at once) or debit (never beyond the available balance: 409
-    insufficient_balance), as one ADJUSTMENT entry under the account's row lock. The entry
-    comes back as the values of its row."""
+           now: datetime, expires_at: datetime | None = None) -> tuple[dict, Account]:
+    """A manual credit (ACTIVE at once; a lot until `expires_at`, by default the program's
+    lifetime) or debit (never beyond the available balance: 409 insufficient_balance), as one
+    ADJUSTMENT entry under the account's row lock. The entry comes back as the values of its
+    row."""
     if amount == 0:
         raise ValueError("an adjustment is not zero")
+    promotion_end = _promotion_end(expires_at, amount, now)
     account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
     if amount > 0:
         if account.available + amount > LARGEST_BALANCE:
             raise InvalidField(["body", "amount"], "the balance would exceed the largest amount kept",
                                "value_too_large")
-        entry = ledger.post(account, type="ADJUSTMENT", amount=amount, now=now, basis=basis)
+        lifetime = {} if promotion_end is None else {"expires_at": promotion_end}
+        entry = ledger.post(account, type="ADJUSTMENT", amount=amount, now=now, basis=basis,
+                            **lifetime)
     else:
         entry = ledger.debit_available(account, -amount, type="ADJUSTMENT", now=now, basis=basis)
     record_event(session, company_id, "reward.adjusted", adjustment_as_json(entry, account))
@@ -75,11 +129,47 @@ def adjustment_as_json(entry: dict, account: Account) -> dict:
 
 
 def activities(session: Session, company_id: str, customer_id: str, *, offset: int, limit: int,
-               now: datetime) -> tuple[list[LedgerEntry], int]:
-    """One page of the customer's ledger, newest first, and the number of entries."""
-    get_account(session, company_id, customer_id, now)  # 404 for a stranger; matures what is due
+               now: datetime) -> tuple[list[dict], int]:
+    """One page of the customer's ledger, newest first (each entry with its lot's expiresAt:
+    null but for credits), and the number of entries."""
+    _account(session, company_id, customer_id, now)  # 404 for a stranger; matures what is due
     ids = {"company_id": company_id, "customer_id": customer_id}
-    entries = list(session.scalars(_ACTIVITIES, {**ids, "offset": offset, "limit": limit}))
+    entries = [{**{column.key: getattr(entry, column.key) for column in LedgerEntry.__table__.c},
+                "expires_at": expires_at}
+               for entry, expires_at in session.execute(
+                   _ACTIVITIES, {**ids, "offset": offset, "limit": limit})]
     total = (offset + len(entries) if entries and len(entries) < limit
              else session.scalar(_ACTIVITY_COUNT, ids))
     return entries, total
+
+
+def shown_balances(session: Session, company_id: str, accounts: list[RewardAccount],
+                   now: datetime) -> dict[str, Balance]:
+    """Balances of many accounts as a touch would leave them (due maturities and expiries
+    applied to copies, nothing locked or written), by customer: for the directory. Accounts
+    with nothing due are left out: their stored balance is it."""
+    due = {account.customer_id: account for account in accounts if expiry.is_due(account, now)}
+    if not due:
+        return {}
+    program = session.execute(select(Program.points_lifetime_days, Program.expiry_reminder_days)
+                              .where(Program.company_id == company_id)).one()
+    matured: dict[str, list] = {}
+    for row in session.execute(select(LedgerEntry.customer_id, *ledger.DUE_COLUMNS).where(
+            LedgerEntry.company_id == company_id, LedgerEntry.customer_id.in_(list(due)),
+            LedgerEntry.status == "PENDING", LedgerEntry.available_at <= now)):
+        matured.setdefault(row.customer_id, []).append(row)
+    held: dict[str, list[Lot]] = {customer_id: [] for customer_id in due}
+    for customer_id, *lot in session.execute(
+            select(RewardLot.customer_id, *OPEN_LOTS.selected_columns).where(
+                RewardLot.company_id == company_id, RewardLot.customer_id.in_(list(due)),
+                RewardLot.remaining > 0)):
+        held[customer_id].append(Lot(*lot))
+    shown = {}
+    for customer_id, stored in due.items():
+        copy = Account(company_id, customer_id, stored.available, stored.pending, stored.reserved,
+                       stored.next_maturity_at, stored.updated_at, stored.next_expiry_at,
+                       stored.next_reminder_at, *program, lots=held[customer_id])
+        ledger.apply_maturity(copy, matured.get(customer_id, []))
+        expiry.apply_expiry(copy, now)
+        shown[customer_id] = Balance.of(copy)
+    return shown

@@ -8,6 +8,11 @@ under a row lock on the account, so concurrent holds and debits serialise:
 PENDING entries mature to ACTIVE at `available_at`, on first touch of the account (so
 correctness never waits for the scheduler) and by a periodic job.
 
+Every ACTIVE credit is a lot and every ACTIVE debit takes from the lots, both in `post`;
+lots whose time has come expire on the same first touch and by the periodic job
+(app/services/rewards/lots.py, CONTRACT §14):
+    Σ lots' remaining = max(0, available + reserved)
+
 An account is changed as an `Account` (app/services/rewards/account.py) held by the
 transaction's unit of work, which writes it out; reading one without changing it may use
 the ORM's RewardAccount.
@@ -19,20 +24,26 @@ from datetime import datetime
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
-from app.models import LedgerEntry, RewardAccount
+from app.models import LedgerEntry, Program, RewardAccount
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
+from app.services.rewards import expiry, lots
 from app.services.rewards.account import LOCK, OPEN, Account
+from app.services.rewards.lots import OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 
 ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY")
+# A credit's lot expires the program's pointsLifetimeDays after it, unless told otherwise.
+PROGRAM_LIFETIME = object()
 
 _ENTRIES = LedgerEntry.__table__
 _OF_ACCOUNT = (_ENTRIES.c.company_id == bindparam("b_company_id"),
                _ENTRIES.c.customer_id == bindparam("b_customer_id"))
 _DUE = (*_OF_ACCOUNT, _ENTRIES.c.status == "PENDING", _ENTRIES.c.available_at <= bindparam("now"))
-# int(): PostgreSQL sums bigint as numeric, which would turn the balances into Decimals.
-_DUE_AMOUNT = select(func.coalesce(func.sum(_ENTRIES.c.amount), 0)).where(*_DUE)
+DUE_COLUMNS = (_ENTRIES.c.id, _ENTRIES.c.amount, _ENTRIES.c.sale_id, _ENTRIES.c.available_at)
+_DUE_ENTRIES = select(*DUE_COLUMNS).where(*_DUE)
+_PROGRAM_EXPIRY = select(Program.points_lifetime_days, Program.expiry_reminder_days).where(
+    Program.company_id == bindparam("company_id"))
 _MATURE = update(_ENTRIES).where(*_DUE).values(status="ACTIVE")
 _NEXT_MATURITY = select(func.min(_ENTRIES.c.available_at)).where(
     *_OF_ACCOUNT, _ENTRIES.c.status == "PENDING")
@@ -40,35 +51,52 @@ _NEXT_MATURITY = select(func.min(_ENTRIES.c.available_at)).where(
 
 def open_account(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> Account:
     """A new customer's empty account, written at once (enrolment may retry on a clash)."""
-    account = Account(company_id, customer_id, 0, 0, 0, None, now)
+    account = Account(company_id, customer_id, 0, 0, 0, None, now, lots=[])
     work.run(OPEN, {"company_id": company_id, "customer_id": customer_id, "available": 0,
                     "pending": 0, "reserved": 0, "next_maturity_at": None, "updated_at": now})
+    program = work.run(_PROGRAM_EXPIRY, {"company_id": company_id}).first()
+    if program is not None:
+        account.points_lifetime_days, account.expiry_reminder_days = program
     work.accounts[(company_id, customer_id)] = account
     return account
 
 
 def lock(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> Account:
     """The account under its row lock (FOR UPDATE on PostgreSQL; SQLite's write transaction
-    is already exclusive), with whatever has come due matured. Locked once per transaction:
-    again, it is the same object."""
+    is already exclusive), with whatever has come due matured and expired. Locked once per
+    transaction: again, it is the same object."""
     account = work.accounts.get((company_id, customer_id))
     if account is not None:
         return account
     row = work.run(LOCK, {"company_id": company_id, "customer_id": customer_id}).first()
     if row is None:
         raise NotFound("customer")
-    account = work.accounts[(company_id, customer_id)] = Account(*row)
+    account = adopt(work, row)
     mature_due(work, account, now)
+    expiry.expire_due(work, account, now)
+    return account
+
+
+def adopt(work: UnitOfWork, row) -> Account:
+    """The unit of work's Account for a row of LOCKED_COLUMNS just locked."""
+    account = work.accounts[(row.company_id, row.customer_id)] = Account(*row)
+    ids = {"company_id": row.company_id, "customer_id": row.customer_id}
+    account.read_lots = lambda: [Lot(*lot) for lot in work.run(OPEN_LOTS, ids)]
     return account
 
 
 def post(account: Account, *, type: str, amount: int, now: datetime,
          status: str = "ACTIVE", available_at: datetime | None = None, basis: str | None = None,
          sale_id: str | None = None, return_id: str | None = None, hold_id: str | None = None,
-         from_reserved: bool = False) -> dict:
+         from_reserved: bool = False, expires_at: datetime | None | object = PROGRAM_LIFETIME
+         ) -> dict:
     """Add one entry and move the balance with it. `from_reserved` takes an ACTIVE debit
     out of the reservation (capturing a hold) instead of the available balance. The entry
-    comes back as the values of its row."""
+    comes back as the values of its row.
+
+    The one credit path: every ACTIVE credit, whatever its type, becomes a lot here, expiring
+    `expires_at` (by default the program's pointsLifetimeDays from now); every ACTIVE debit
+    takes from the lots here (CONTRACT §14)."""
     if type not in ENTRY_TYPES:
         raise ValueError(f"unknown entry type {type}")
     values = {"company_id": account.company_id, "customer_id": account.customer_id, "type": type,
@@ -81,6 +109,10 @@ def post(account: Account, *, type: str, amount: int, now: datetime,
         if account.next_maturity_at is None or values["available_at"] < account.next_maturity_at:
             account.next_maturity_at = values["available_at"]
     elif status == "ACTIVE":
+        if amount > 0:
+            credit_lot(account, values["id"], amount, now, expires_at, sale_id=sale_id)
+        elif amount < 0:
+            spend(account, -amount, first_sale_id=sale_id if type == "ACCRUAL_REVERSAL" else None)
         if from_reserved:
             if -amount > account.reserved:
                 raise ValueError("capturing more than is reserved")
@@ -91,6 +123,38 @@ def post(account: Account, *, type: str, amount: int, now: datetime,
         raise ValueError(f"an entry is posted PENDING or ACTIVE, not {status}")
     account.updated_at = now
     return values
+
+
+def credit_lot(account: Account, lot_id: str, amount: int, now: datetime,
+               expires_at: datetime | None | object = PROGRAM_LIFETIME,
+               sale_id: str | None = None) -> Lot:
+    """A credit's lot: what is left of `amount` once it has paid the debt, until `expires_at`.
+    Call before the credit moves the balance."""
+    if expires_at is PROGRAM_LIFETIME:
+        expires_at = lots.lifetime_end(now, account.points_lifetime_days)
+    remaining = lots.credited_remaining(account.available + account.reserved, amount)
+    lot = Lot(lot_id, sale_id, amount, remaining, expires_at,
+              lots.reminder_moment(expires_at, account.expiry_reminder_days), now)
+    account.add_lot(lot)
+    if remaining > 0:
+        account.next_expiry_at = _earliest(account.next_expiry_at, lot.expires_at)
+        account.next_reminder_at = _earliest(account.next_reminder_at, lot.remind_at)
+    return lot
+
+
+def spend(account: Account, amount: int, first_sale_id: str | None = None) -> list[tuple[Lot, int]]:
+    """A debit of `amount` takes from the lots that expire first. Call before the debit moves
+    the balance. What the lots lack (a debt under UNLIMITED clawback) is taken from none."""
+    taken = lots.take(account.open_lots(), min(amount, max(0, account.available + account.reserved)),
+                      first_sale_id)
+    for lot, _ in taken:
+        account.lot_changed(lot)
+    account.last_spent = taken
+    return taken
+
+
+def _earliest(current: datetime | None, new: datetime | None) -> datetime | None:
+    return new if current is None or (new is not None and new < current) else current
 
 
 def debit_available(account: Account, amount: int, **entry) -> dict:
@@ -119,16 +183,32 @@ def unreserve(account: Account, amount: int, now: datetime) -> None:
 
 
 def mature_due(work: UnitOfWork, account: Account, now: datetime) -> int:
-    """Turn PENDING entries whose time has come ACTIVE; returns the kopecks matured."""
+    """Turn PENDING entries whose time has come ACTIVE; returns the kopecks matured. A matured
+    accrual becomes a lot from its availableAt; a matured reversal takes from its sale's lot."""
     if account.next_maturity_at is None or account.next_maturity_at > now:
         return 0
     due = {"b_company_id": account.company_id, "b_customer_id": account.customer_id, "now": now}
-    amount = int(work.run(_DUE_AMOUNT, due).scalar() or 0)
+    rows = work.run(_DUE_ENTRIES, due).all()
     work.run(_MATURE, due)
-    account.pending -= amount
-    account.available += amount
+    amount = apply_maturity(account, rows)
     account.next_maturity_at = work.run(_NEXT_MATURITY, due).scalar()
     account.updated_at = now
+    return amount
+
+
+def apply_maturity(account: Account, rows) -> int:
+    """Move matured entries (id, amount, sale_id, available_at) from pending to available:
+    credits first (each a lot), then the reversals, which take from their sale's lot first."""
+    amount = 0
+    for row in sorted(rows, key=lambda row: row.amount < 0):
+        if row.amount > 0:
+            credit_lot(account, row.id, row.amount, row.available_at, sale_id=row.sale_id,
+                       expires_at=lots.lifetime_end(row.available_at, account.points_lifetime_days))
+        elif row.amount < 0:
+            spend(account, -row.amount, first_sale_id=row.sale_id)
+        account.pending -= row.amount
+        account.available += row.amount
+        amount += row.amount
     return amount
 
 
@@ -137,16 +217,3 @@ def accounts_due(session: Session, now: datetime, limit: int = 500) -> list[tupl
     return [(company_id, customer_id) for company_id, customer_id in session.execute(
         select(RewardAccount.company_id, RewardAccount.customer_id)
         .where(RewardAccount.next_maturity_at <= now).limit(limit))]
-
-
-def due_amounts(session: Session, company_id: str, customer_ids: list[str], now: datetime) -> dict[str, int]:
-    """Pending kopecks that have come due but are not matured yet, by customer: lets a reader
-    of many accounts show them as a touch would, without locking each."""
-    if not customer_ids:
-        return {}
-    rows = session.execute(
-        select(LedgerEntry.customer_id, func.sum(LedgerEntry.amount))
-        .where(LedgerEntry.company_id == company_id, LedgerEntry.customer_id.in_(customer_ids),
-               LedgerEntry.status == "PENDING", LedgerEntry.available_at <= now)
-        .group_by(LedgerEntry.customer_id))
-    return {customer_id: int(total) for customer_id, total in rows}

@@ -1,4 +1,5 @@
-"""`flask ledger verify`: every account recomputed from its entries and holds, in the database."""
+"""`flask ledger verify`: every account recomputed from its entries and holds, and its lots
+checked against its entries (CONTRACT §14), in the database."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.models import Hold, LedgerEntry, RewardAccount
+from app.models import Hold, LedgerEntry, RewardAccount, RewardLot
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,47 @@ def verify(session: Session, company_id: str | None = None) -> list[Difference]:
         for column, was, should in zip(computed, stored, expected):
             if was != should:
                 differences.append(Difference(company, customer, column, int(was), int(should)))
+    return sorted(differences + _lot_differences(session, company_id),
+                  key=lambda difference: (difference.company_id, difference.customer_id))
+
+
+def _lot_differences(session: Session, company_id: str | None) -> list[Difference]:
+    """Σ of the lots' remaining = max(0, Σ ACTIVE entries) for every account, and no lot's
+    remaining negative or above its amount."""
+    entries = (select(LedgerEntry.company_id, LedgerEntry.customer_id,
+                      func.sum(LedgerEntry.amount).label("active"))
+               .where(LedgerEntry.status == "ACTIVE")
+               .group_by(LedgerEntry.company_id, LedgerEntry.customer_id))
+    held = (select(RewardLot.company_id, RewardLot.customer_id,
+                   func.sum(RewardLot.remaining).label("remaining"))
+            .group_by(RewardLot.company_id, RewardLot.customer_id))
+    accounts = select(RewardAccount.company_id, RewardAccount.customer_id)
+    wrong_lots = select(RewardLot.company_id, RewardLot.customer_id, RewardLot.id,
+                        RewardLot.remaining, RewardLot.amount).where(
+        or_(RewardLot.remaining < 0, RewardLot.remaining > RewardLot.amount))
+    if company_id is not None:
+        entries = entries.where(LedgerEntry.company_id == company_id)
+        held = held.where(RewardLot.company_id == company_id)
+        accounts = accounts.where(RewardAccount.company_id == company_id)
+        wrong_lots = wrong_lots.where(RewardLot.company_id == company_id)
+    entries, held, accounts = entries.subquery(), held.subquery(), accounts.subquery()
+
+    def joined(sums):
+        return and_(sums.c.company_id == accounts.c.company_id,
+                    sums.c.customer_id == accounts.c.customer_id)
+
+    active = func.coalesce(entries.c.active, 0)
+    should = case((active > 0, active), else_=0)
+    remaining = func.coalesce(held.c.remaining, 0)
+    rows = session.execute(
+        select(accounts.c.company_id, accounts.c.customer_id, remaining, should)
+        .outerjoin(entries, joined(entries)).outerjoin(held, joined(held))
+        .where(remaining != should))
+    differences = [Difference(company, customer, "lots remaining", int(was), int(computed))
+                   for company, customer, was, computed in rows]
+    differences += [Difference(company, customer, f"lot {lot} remaining (of {amount})",
+                               int(remaining), max(0, min(int(remaining), int(amount))))
+                    for company, customer, lot, remaining, amount in session.execute(wrong_lots)]
     return differences
 
 

@@ -13,6 +13,10 @@ from app.services.errors import NotFound
 SUBSCRIPTION_STATUSES = ("TRIAL", "ACTIVE", "PAST_DUE", "SUSPENDED", "CANCELLED")
 CLAWBACK_POLICIES = ("UNLIMITED", "WITHIN_BALANCE", "ONLY_PENDING")
 TRIAL_DAYS = 30
+LONGEST_POINTS_LIFETIME_DAYS = 3650
+LONGEST_EXPIRY_REMINDER_DAYS = 90
+# A change to null (a setting that may be null), where None means "leave it as it is".
+NULL = object()
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,14 @@ def count_active_terminals(session: Session, company_id: str) -> int:
 
 
 def update_program(session: Session, company_id: str, **changes) -> Program:
+    """Change the program's settings given (CONTRACT §11, §14); a later change of the points'
+    lifetime touches only later lots."""
     program = get_program(session, company_id)
+    for name, most in (("points_lifetime_days", LONGEST_POINTS_LIFETIME_DAYS),
+                       ("expiry_reminder_days", LONGEST_EXPIRY_REMINDER_DAYS)):
+        value = changes.get(name)
+        if value not in (None, NULL) and not 1 <= value <= most:
+            raise ValueError(f"{name} must be from 1 to {most}, or null")
     if changes.get("clawback_policy") not in (None, *CLAWBACK_POLICIES):
         raise ValueError(f"clawback policy must be one of {', '.join(CLAWBACK_POLICIES)}")
     return _changed(session, program, changes)
@@ -93,9 +104,10 @@ def update_subscription(session: Session, company_id: str, **changes) -> Subscri
 
 
 def _changed(session: Session, row, changes: dict):
-    """`row` with every change that is not None set (None means: leave as it is)."""
+    """`row` with every change that is not None set (None means: leave as it is; NULL sets
+    a setting that may be null to null)."""
     for name, value in changes.items():
         if value is not None:
-            setattr(row, name, value)
+            setattr(row, name, None if value is NULL else value)
     session.flush()
     return row
