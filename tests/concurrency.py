@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 
 def run_together(calls: list) -> list:
@@ -31,3 +32,19 @@ def raising(results: list) -> list:
         if isinstance(result, BaseException):
             raise result
     return results
+
+
+def delayed_job(app, task, delay: float = 0.0):
+    """A periodic task as the worker runs it, for a race: after `delay` seconds (a few
+    milliseconds either way, so both orders happen), `task(session)` in a session of its own,
+    committed; what it returned."""
+    def job():
+        time.sleep(delay)
+        session = app.extensions["session_factory"]()
+        try:
+            handled = task(session)
+            session.commit()
+            return handled
+        finally:
+            session.close()
+    return job

@@ -3,7 +3,6 @@ one account never reserve more than was available; a commit racing a release, or
 job, ends the hold exactly one way."""
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -15,7 +14,7 @@ from app.services.checkout import holds
 from app.services.wire import parse_amount
 from tests.checkout.conftest import Register, line
 
-from tests.concurrency import raising, run_together
+from tests.concurrency import delayed_job, raising, run_together
 
 pytestmark = pytest.mark.postgres
 
@@ -105,16 +104,7 @@ def test_a_commit_racing_a_release_ends_in_exactly_one(app, shop):
 
 
 def _expiry_job(app, now, delay: float = 0.0):
-    def job():
-        time.sleep(delay)  # a few milliseconds either way, so both orders happen
-        session = app.extensions["session_factory"]()
-        try:
-            expired = holds.expire_holds(session, now)
-            session.commit()
-            return expired
-        finally:
-            session.close()
-    return job
+    return delayed_job(app, lambda session: holds.expire_holds(session, now), delay)
 
 
 def test_a_commit_racing_the_expiry_job_captures_or_expires_never_both(app, shop):

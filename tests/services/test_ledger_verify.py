@@ -124,3 +124,69 @@ def test_maturing_commits_a_small_batch_of_accounts_at_a_time(app, tenant, db):
     assert matured_by_commit == [MATURE_BATCH, 2 * MATURE_BATCH, count]
     assert {a.available for a in db.scalars(select(RewardAccount))} == {100}
     assert verification.verify(db) == []
+
+
+def test_verify_prints_lots_that_disagree_with_the_ledger(app, tenant, db):
+    from app.models import RewardLot
+
+    over = _customer(app, tenant.company_id, "+79120000001", credit=1000)
+    under = _customer(app, tenant.company_id, "+79120000002", credit=500)
+    db.execute(update(RewardLot).where(RewardLot.customer_id == over).values(remaining=1200))
+    db.execute(update(RewardLot).where(RewardLot.customer_id == under).values(remaining=-5))
+    db.commit()
+    over_lot, under_lot = (db.scalar(select(RewardLot.id).where(RewardLot.customer_id == who))
+                           for who in (over, under))
+    result = app.test_cli_runner().invoke(args=["ledger", "verify"])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[-1] == "4 differences in 2 accounts"
+    assert f"{tenant.company_id} {over} lots remaining: stored 1200, computed 1000" in lines
+    assert f"{tenant.company_id} {over} lot {over_lot} remaining (of 1000): stored 1200, computed 1000" in lines
+    assert f"{tenant.company_id} {under} lots remaining: stored -5, computed 500" in lines
+    assert f"{tenant.company_id} {under} lot {under_lot} remaining (of 500): stored -5, computed 0" in lines
+
+
+def test_a_matured_accrual_becomes_a_lot_that_expires_a_lifetime_after_it_matured(app, tenant, db):
+    from app.models import RewardLot
+    from app.services.tenancy import companies
+
+    companies.update_program(db, tenant.company_id, points_lifetime_days=30)
+    db.commit()
+    customer_id = _customer(app, tenant.company_id, "+79120000001")
+    _pending(app, tenant.company_id, customer_id, 500, timedelta(days=1))
+    assert not db.scalars(select(RewardLot)).all()  # pending points are no lot yet
+    run_periodic_tasks(app, now=utcnow() + timedelta(days=2))
+    db.expire_all()
+    [lot] = db.scalars(select(RewardLot)).all()
+    entry = db.scalar(select(LedgerEntry).where(LedgerEntry.customer_id == customer_id))
+    assert (lot.id, lot.amount, lot.remaining) == (entry.id, 500, 500)
+    assert lot.expires_at == entry.available_at + timedelta(days=30)
+    assert verification.verify(db) == []
+
+
+def test_expiring_commits_a_small_batch_of_accounts_at_a_time(app, tenant, db):
+    from sqlalchemy import event
+
+    from worker.periodic import EXPIRE_BATCH, expire_points
+
+    count = 2 * EXPIRE_BATCH + 3
+    for n in range(count):
+        customer_id = _customer(app, tenant.company_id, f"+7912{n:07d}")
+        session = app.extensions["session_factory"]()
+        accounts.adjust(session, tenant.company_id, customer_id, amount=100, basis="promo",
+                        now=utcnow(), expires_at=utcnow() + timedelta(hours=1))
+        session.commit()
+        session.close()
+    session = app.extensions["session_factory"]()
+    expired_by_commit = []
+
+    def count_expired(_session):
+        db.rollback()
+        expired_by_commit.append(db.scalar(
+            select(func.count()).select_from(RewardAccount).where(RewardAccount.available == 0)))
+
+    event.listen(session, "after_commit", count_expired)
+    assert expire_points(session, utcnow() + timedelta(hours=2)) == count
+    session.close()
+    assert expired_by_commit[:3] == [EXPIRE_BATCH, 2 * EXPIRE_BATCH, count]
+    assert verification.verify(db) == []

@@ -110,7 +110,9 @@ def post(account: Account, *, type: str, amount: int, now: datetime,
             account.next_maturity_at = values["available_at"]
     elif status == "ACTIVE":
         if amount > 0:
-            credit_lot(account, values["id"], amount, now, expires_at, sale_id=sale_id)
+            # Only an accrual's lot is "the sale's own lot" a reversal takes from first.
+            credit_lot(account, values["id"], amount, now, expires_at,
+                       sale_id=sale_id if type == "ACCRUAL" else None)
         elif amount < 0:
             spend(account, -amount, first_sale_id=sale_id if type == "ACCRUAL_REVERSAL" else None)
         if from_reserved:

@@ -1,0 +1,105 @@
+"""Points that expire at the register (CONTRACT §14): a hold's reserved points outlive their
+lot while the hold lasts; a capture spends the lot that expires first; a return's restored
+redemption expires with the earliest lot it came from; an accrual reversal takes its own
+sale's lot first; a credit pays a debt first."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from app.db import utcnow
+from app.services.wire import format_timestamp
+from tests.checkout.conftest import line
+from tests.lots import age_lots, lots_of
+
+
+def _age(shop, customer, by):
+    shop.arrange(lambda s: age_lots(s, shop.tenant.company_id, customer, by))
+
+
+def _lots(shop, customer):
+    return [(amount, remaining) for amount, remaining, _ in
+            shop.arrange(lambda s: lots_of(s, shop.tenant.company_id, customer))]
+
+
+def _read(register, customer):
+    response = register.call("GET", f"/v1/customers/{customer}/reward-account")
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def test_reserved_points_outlive_their_lot_while_the_hold_lasts(shop, register):
+    shop.program(points_lifetime_days=1)
+    customer = shop.customer("100.00")
+    session, quote, hold = register.held(customer, [line("1", "10.00")])  # 3.00 held
+    _age(shop, customer, timedelta(days=2))
+    body = _read(register, customer)
+    assert (body["available"], body["reserved"]) == ("0.00", "3.00")  # 97.00 expired
+    sale = register.commit(session["id"], quote["id"])
+    assert sale["redeemed"] == "3.00"
+    assert _lots(shop, customer)[0] == (10000, 0)
+    assert shop.account(customer) == {"available": "0.35", "pending": "0.00", "reserved": "0.00"}
+    assert shop.verify() == []
+
+
+def test_what_a_released_hold_kept_expires_at_the_next_touch(shop, register):
+    shop.program(points_lifetime_days=1)
+    customer = shop.customer("100.00")
+    session, _, _ = register.held(customer, [line("1", "10.00")])
+    _age(shop, customer, timedelta(days=2))
+    assert _read(register, customer)["available"] == "0.00"
+    register.release(session["id"])
+    body = _read(register, customer)
+    assert (body["available"], body["reserved"]) == ("0.00", "0.00")
+    assert [event["amount"] for event in shop.events("reward.expired")] == ["-97.00", "-3.00"]
+    assert shop.verify() == []
+
+
+def test_a_capture_spends_the_lot_that_expires_first(shop, register):
+    customer = shop.customer("50.00")  # never expires
+    register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                  {"amount": "2.00", "basis": "promo",
+                   "expiresAt": format_timestamp(utcnow() + timedelta(days=3))}, expect=201)
+    register.checkout(customer, [line("1", "10.00")])  # 3.00 redeemed
+    assert _lots(shop, customer)[:2] == [(5000, 4900), (200, 0)]
+    assert shop.verify() == []
+
+
+def test_a_restored_redemption_expires_with_the_earliest_lot_it_came_from(shop, register):
+    shop.program(points_lifetime_days=30)
+    customer = shop.customer("2.00")
+    shop.program(points_lifetime_days=90)
+    register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                  {"amount": "10.00", "basis": "later"}, expect=201)
+    sale = register.checkout(customer, [line("1", "10.00")])["sale"]  # 2.00 + 1.00 redeemed
+    first_end = shop.arrange(lambda s: lots_of(s, shop.tenant.company_id, customer))[0][2]
+    register.return_lines(sale["id"], [("1", "1")])
+    restored = [item for item in register.call(
+        "GET", f"/v1/customers/{customer}/reward-activities").get_json()["items"]
+        if item["type"] == "REDEMPTION_RESTORE"]
+    assert [(item["amount"], item["expiresAt"]) for item in restored] == [
+        ("3.00", format_timestamp(first_end))]
+    assert shop.verify() == []
+
+
+def test_an_accrual_reversal_takes_its_own_sales_lot_first(shop, register):
+    shop.program(points_lifetime_days=1)
+    customer = shop.customer("10.00")  # expires first
+    sale = register.checkout(customer, [line("1", "100.00")], hold=False)["sale"]
+    assert sale["accrued"] == "5.00"
+    register.return_lines(sale["id"], [("1", "1")])
+    assert _lots(shop, customer) == [(1000, 1000), (500, 0)]
+    assert shop.verify() == []
+
+
+def test_a_credit_pays_a_debt_first(shop, register):
+    customer = shop.customer("0.00")
+    sale = register.checkout(customer, [line("1", "100.00")], hold=False)["sale"]
+    register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                  {"amount": "-5.00", "basis": "spent"}, expect=201)
+    register.return_lines(sale["id"], [("1", "1")])  # UNLIMITED: 5.00 of debt
+    assert shop.account(customer)["available"] == "-5.00"
+    register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                  {"amount": "8.00", "basis": "goodwill"}, expect=201)
+    assert _lots(shop, customer)[-1] == (800, 300)
+    assert shop.account(customer)["available"] == "3.00"
+    assert shop.verify() == []

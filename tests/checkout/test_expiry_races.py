@@ -1,0 +1,68 @@
+"""Races on PostgreSQL of the periodic expiry against the register and the back office on
+the same account: whichever locks the account first, the points expire exactly once and the
+capture or debit takes what is left."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import select
+
+from app.db import utcnow
+from app.models import LedgerEntry
+from app.services.rewards import upkeep
+from tests.checkout.conftest import Register, line
+from tests.concurrency import delayed_job, raising, run_together
+from tests.lots import age_lots
+
+pytestmark = pytest.mark.postgres
+
+
+def _job(app, delay: float):
+    return delayed_job(app, lambda session: upkeep.expire_due_accounts(session, utcnow(), 10),
+                       delay)
+
+
+def _expired(shop, customer):
+    return shop.arrange(lambda s: [amount for (amount,) in s.execute(
+        select(LedgerEntry.amount).where(LedgerEntry.company_id == shop.tenant.company_id,
+                                         LedgerEntry.customer_id == customer,
+                                         LedgerEntry.type == "EXPIRY"))])
+
+
+def test_the_periodic_expiry_racing_a_capture_expires_once_and_captures_the_hold(app, shop):
+    shop.program(points_lifetime_days=1)
+    for attempt in range(10):
+        customer = shop.customer("100.00")
+        register = Register(app.test_client(), shop)
+        session, quote, hold = register.held(customer, [line("1", "10.00")])  # 3.00 held
+        shop.arrange(lambda s: age_lots(s, shop.tenant.company_id, customer, timedelta(days=2)))
+        commit, _ = raising(run_together([
+            lambda: register.call("POST", f"/v1/checkout-sessions/{session['id']}/commit",
+                                  {"quoteId": quote["id"]}),
+            _job(app, delay=attempt * 0.004)]))
+        assert commit.status_code == 201 and commit.get_json()["redeemed"] == "3.00"
+        assert _expired(shop, customer) == [-9700]  # what the hold reserved was spent, not lost
+        assert shop.account(customer) == {"available": "0.35", "pending": "0.00",
+                                          "reserved": "0.00"}
+    assert shop.verify() == []
+
+
+def test_the_periodic_expiry_racing_a_debit_expires_once_and_debits_what_is_left(app, shop):
+    for attempt in range(10):
+        customer = shop.customer("50.00")  # never expires
+        register = Register(app.test_client(), shop)
+        register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                      {"amount": "100.00", "basis": "promo",
+                       "expiresAt": (utcnow() + timedelta(hours=1)).isoformat()},
+                      expect=201)
+        shop.arrange(lambda s: age_lots(s, shop.tenant.company_id, customer, timedelta(hours=2)))
+        debits = [("-30.00", 201), ("-30.00", 409)]  # the second finds 20.00: never the promo
+        responses = raising(run_together([
+            lambda: [register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                                   {"amount": amount, "basis": "spent"}) for amount, _ in debits],
+            _job(app, delay=attempt * 0.004)]))[0]
+        assert [r.status_code for r in responses] == [status for _, status in debits]
+        assert _expired(shop, customer) == [-10000]
+        assert shop.account(customer)["available"] == "20.00"
+    assert shop.verify() == []
