@@ -8,6 +8,7 @@ import itertools
 from dataclasses import dataclass
 from datetime import timedelta
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition, rule,
@@ -19,7 +20,7 @@ from app.models import LedgerEntry, RewardLot
 from app.services.checkout import holds, quotes, returns, sales, sessions
 from app.services.customers import profiles
 from app.services.errors import Conflict
-from app.services.rewards import accounts, upkeep, verification
+from app.services.rewards import accounts, lots, upkeep, verification
 from app.services.tenancy import companies
 
 CARDS = "http://127.0.0.1:8000"
@@ -246,20 +247,23 @@ class PointsThatExpire(RuleBasedStateMachine):
         stored = accounts.get_account(self.session, self.company_id, self.customer_id, self.now)
         self._done()
         assert (stored.available, stored.reserved) == (self.model.available, self.model.reserved)
-        lots = self.session.execute(
+        stored_lots = self.session.execute(
             select(RewardLot.expires_at, RewardLot.created_at, RewardLot.remaining)
             .where(RewardLot.company_id == self.company_id,
                    RewardLot.customer_id == self.customer_id)).all()
-        assert sorted(map(tuple, lots), key=repr) == sorted(
+        assert sorted(map(tuple, stored_lots), key=repr) == sorted(
             ((lot.expires_at, lot.created_at, lot.remaining) for lot in self.model.lots), key=repr)
         assert verification.verify(self.session, self.company_id) == []
         self.session.rollback()
 
 
-def test_lots_follow_the_model(app, tenant):
+@pytest.mark.parametrize("page", [lots.LOT_PAGE, 2])
+def test_lots_follow_the_model(app, tenant, monkeypatch, page):
+    # A page of 2 makes debits and expiries read past the first page of lots too.
+    monkeypatch.setattr(lots, "LOT_PAGE", page)
     PointsThatExpire.app, PointsThatExpire.company_id = app, tenant.company_id
     run_state_machine_as_test(PointsThatExpire, settings=settings(
-        max_examples=40, stateful_step_count=20, deadline=None,
+        max_examples=30, stateful_step_count=20, deadline=None,
         suppress_health_check=list(HealthCheck)))
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, insert, select, update
 
 from app.models import LedgerEntry, Program, RewardAccount
+from app.services.rewards import lots as lot_rules
 from app.services.rewards.lots import LOTS, Lot
 
 ACCOUNTS = RewardAccount.__table__
@@ -37,7 +38,7 @@ LOCK = (select(*LOCKED_COLUMNS)
                ACCOUNTS.c.customer_id == bindparam("customer_id"))
         .with_for_update(of=ACCOUNTS))
 OPEN = insert(ACCOUNTS)
-_SAVE = (update(ACCOUNTS)
+SAVE = (update(ACCOUNTS)
          .where(ACCOUNTS.c.company_id == bindparam("b_company_id"),
                 ACCOUNTS.c.customer_id == bindparam("b_customer_id"))
          .values(available=bindparam("b_available"), pending=bindparam("b_pending"),
@@ -47,7 +48,7 @@ _SAVE = (update(ACCOUNTS)
                  updated_at=bindparam("b_updated_at")))
 _INSERT_ENTRIES = insert(LedgerEntry.__table__)
 _INSERT_LOTS = insert(LOTS)
-_SAVE_LOT = (update(LOTS)
+SAVE_LOT = (update(LOTS)
              .where(LOTS.c.company_id == bindparam("b_company_id"), LOTS.c.id == bindparam("b_id"))
              .values(remaining=bindparam("b_remaining"), remind_at=bindparam("b_remind_at")))
 
@@ -68,10 +69,12 @@ class Account:
     expiry_reminder_days: int | None = None
     # Entries posted since the last write-out: rows of ledger_entries, as values.
     new_entries: list[dict] = field(default_factory=list)
-    # The lots with points left, read on first need (a debit or an expiry) by `read_lots`;
-    # None until then. Lots made meanwhile wait in `new_lots`, changed ones in `changed_lots`.
+    # The lots with points left, read on first need (a debit or an expiry) by `read_lots`
+    # (its argument: all of them, or only the first LOT_PAGE in spending order); None until
+    # then. Lots made meanwhile wait in `new_lots`, changed ones in `changed_lots`.
     lots: list[Lot] | None = None
-    read_lots: Callable[[], list[Lot]] | None = None
+    lots_complete: bool = False
+    read_lots: Callable[[bool], list[Lot]] | None = None
     new_lots: list[Lot] = field(default_factory=list)
     changed_lots: dict[str, Lot] = field(default_factory=dict)
     # (lot, taken) of the last debit: a redemption's restore expires with its earliest lot.
@@ -88,12 +91,26 @@ class Account:
                 self.next_expiry_at, self.next_reminder_at, self.updated_at)
 
     def open_lots(self) -> list[Lot]:
-        """Every lot with points left, the ones made in this transaction included."""
+        """The lots with points left that come first in spending order (every one when
+        `lots_complete`), the ones made in this transaction included."""
         if self.lots is None:
-            self.lots = list(self.read_lots()) if self.read_lots else []
-            known = {lot.id for lot in self.lots}
-            self.lots.extend(lot for lot in self.new_lots if lot.id not in known)
+            self.lots = []
+            self._merge(self.read_lots(False) if self.read_lots else [])
+            self.lots_complete = len(self.lots) < lot_rules.LOT_PAGE
+            self._merge(self.new_lots)
         return self.lots
+
+    def all_lots(self) -> list[Lot]:
+        """Every lot with points left; those read before are kept as changed since."""
+        self.open_lots()
+        if not self.lots_complete:
+            self._merge(self.read_lots(True))
+            self.lots_complete = True
+        return self.lots
+
+    def _merge(self, found: list[Lot]) -> None:
+        known = {lot.id for lot in self.lots}
+        self.lots.extend(lot for lot in found if lot.id not in known)
 
     def add_lot(self, lot: Lot) -> None:
         self.new_lots.append(lot)
@@ -117,10 +134,10 @@ class Account:
                 {"company_id": self.company_id, "customer_id": self.customer_id, **lot.__dict__}
                 for lot in self.new_lots]))
         if self.changed_lots:
-            writes.append((_SAVE_LOT, [
+            writes.append((SAVE_LOT, [
                 {"b_company_id": self.company_id, "b_id": lot.id, "b_remaining": lot.remaining,
                  "b_remind_at": lot.remind_at} for lot in self.changed_lots.values()]))
-        writes.append((_SAVE, {
+        writes.append((SAVE, {
             "b_company_id": self.company_id, "b_customer_id": self.customer_id,
             "b_available": self.available, "b_pending": self.pending,
             "b_reserved": self.reserved, "b_next_maturity_at": self.next_maturity_at,

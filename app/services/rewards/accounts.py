@@ -12,7 +12,7 @@ from app.models import LedgerEntry, Program, RewardAccount, RewardLot
 from app.services.errors import InvalidField, NotFound
 from app.services.rewards import expiry, ledger, lots
 from app.services.rewards.account import Account
-from app.services.rewards.lots import OPEN_LOTS, Lot
+from app.services.rewards.lots import FIRST_OPEN_LOTS, LOT_PAGE, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance, format_amount, format_timestamp
@@ -71,7 +71,7 @@ def get_account(session: Session, company_id: str, customer_id: str,
         held = account.open_lots()
     else:
         ids = {"company_id": company_id, "customer_id": customer_id}
-        held = [Lot(*row) for row in session.execute(OPEN_LOTS, ids)]
+        held = [Lot(*row) for row in session.execute(FIRST_OPEN_LOTS, {**ids, "page": LOT_PAGE})]
     return AccountStatement(customer_id, account.available, account.pending, account.reserved,
                             account.updated_at,
                             [{"expires_at": moment, "amount": amount}
@@ -168,7 +168,8 @@ def shown_balances(session: Session, company_id: str, accounts: list[RewardAccou
     for customer_id, stored in due.items():
         copy = Account(company_id, customer_id, stored.available, stored.pending, stored.reserved,
                        stored.next_maturity_at, stored.updated_at, stored.next_expiry_at,
-                       stored.next_reminder_at, *program, lots=held[customer_id])
+                       stored.next_reminder_at, *program, lots=held[customer_id],
+                       lots_complete=True)
         ledger.apply_maturity(copy, matured.get(customer_id, []))
         expiry.apply_expiry(copy, now)
         shown[customer_id] = Balance.of(copy)

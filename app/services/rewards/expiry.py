@@ -48,6 +48,9 @@ def apply_expiry(account: Account, now: datetime) -> list[dict]:
     """In memory: one EXPIRY entry per due lot for what the available balance covers, the
     due reminders marked sent (left in `account.reminded`), the next moments recomputed."""
     held = account.open_lots()
+    if not account.lots_complete and all(
+            lot.expires_at is not None and lot.expires_at <= now for lot in held):
+        held = account.all_lots()  # every lot read is due: there may be more
     entries = []
     for lot, amount in lots.expire(held, account.available, now):
         account.lot_changed(lot)

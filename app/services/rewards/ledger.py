@@ -29,7 +29,7 @@ from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
 from app.services.rewards import expiry, lots
 from app.services.rewards.account import LOCK, OPEN, Account
-from app.services.rewards.lots import OPEN_LOTS, Lot
+from app.services.rewards.lots import FIRST_OPEN_LOTS, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 
 ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY")
@@ -51,7 +51,7 @@ _NEXT_MATURITY = select(func.min(_ENTRIES.c.available_at)).where(
 
 def open_account(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> Account:
     """A new customer's empty account, written at once (enrolment may retry on a clash)."""
-    account = Account(company_id, customer_id, 0, 0, 0, None, now, lots=[])
+    account = Account(company_id, customer_id, 0, 0, 0, None, now, lots=[], lots_complete=True)
     work.run(OPEN, {"company_id": company_id, "customer_id": customer_id, "available": 0,
                     "pending": 0, "reserved": 0, "next_maturity_at": None, "updated_at": now})
     program = work.run(_PROGRAM_EXPIRY, {"company_id": company_id}).first()
@@ -81,7 +81,9 @@ def adopt(work: UnitOfWork, row) -> Account:
     """The unit of work's Account for a row of LOCKED_COLUMNS just locked."""
     account = work.accounts[(row.company_id, row.customer_id)] = Account(*row)
     ids = {"company_id": row.company_id, "customer_id": row.customer_id}
-    account.read_lots = lambda: [Lot(*lot) for lot in work.run(OPEN_LOTS, ids)]
+    account.read_lots = lambda every: [Lot(*lot) for lot in (
+        work.run(OPEN_LOTS, ids) if every
+        else work.run(FIRST_OPEN_LOTS, {**ids, "page": lots.LOT_PAGE}))]
     return account
 
 
@@ -147,8 +149,13 @@ def credit_lot(account: Account, lot_id: str, amount: int, now: datetime,
 def spend(account: Account, amount: int, first_sale_id: str | None = None) -> list[tuple[Lot, int]]:
     """A debit of `amount` takes from the lots that expire first. Call before the debit moves
     the balance. What the lots lack (a debt under UNLIMITED clawback) is taken from none."""
-    taken = lots.take(account.open_lots(), min(amount, max(0, account.available + account.reserved)),
-                      first_sale_id)
+    amount = min(amount, max(0, account.available + account.reserved))
+    held = account.open_lots()
+    if not account.lots_complete and (
+            sum(lot.remaining for lot in held) < amount
+            or (first_sale_id is not None and all(lot.sale_id != first_sale_id for lot in held))):
+        held = account.all_lots()  # the first page is not enough, or lacks the sale's own lot
+    taken = lots.take(held, amount, first_sale_id)
     for lot, _ in taken:
         account.lot_changed(lot)
     account.last_spent = taken
