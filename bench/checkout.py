@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from contextlib import nullcontext
+from datetime import timedelta
 from dataclasses import dataclass, field
 
 import psycopg2
@@ -71,11 +72,14 @@ class Shop:
     trace: floor.Trace | None = None  # one checkout's statements, as the app sent them
 
 
-def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Shop:
+def seed(url: str, registers: int, extra_customers: int, history: int = 0,
+         lots_per_customer: int = 0) -> Shop:
     """One company, a store with its catalog, a register (terminal + cashier + customer with a
     big balance) per client, the hot customers, a crowd of other customers, and `history`
     past checkouts of the crowd (a shop in business: tables of its real size, so the plans
-    PostgreSQL caches per connection are the ones it keeps in production)."""
+    PostgreSQL caches per connection are the ones it keeps in production). With
+    `lots_per_customer`, points expire (a year's lifetime) and each register's and hot
+    customer's balance is that many lots, expiring a day apart (CONTRACT §14)."""
     app = create_app(Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
                               development=False))
     session = app.extensions["session_factory"]()
@@ -83,6 +87,8 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
     company = companies.create_company(session, "Bench Market", now=now, tariff="standard",
                                        register_limit=registers + 1, status="ACTIVE")
     companies.update_subscription(session, company.id, access_until=now.replace(year=now.year + 1))
+    if lots_per_customer:
+        companies.update_program(session, company.id, points_lifetime_days=365)
     _, key = credentials.issue_credential(session, company.id, "registers", list(ALL_SCOPES),
                                           pepper=PEPPER, now=now)
     store = Store(company_id=company.id, name="Bench Market", address="Lenina 1", city="Moscow",
@@ -102,7 +108,11 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
         session.flush()
         profiles.record_names(session, company.id, [row.id])
         account = ledger.open_account(UnitOfWork.of(session), company.id, row.id, now)
-        ledger.post(account, type="ADJUSTMENT", amount=balance, now=now, basis="bench")
+        if not lots_per_customer:
+            ledger.post(account, type="ADJUSTMENT", amount=balance, now=now, basis="bench")
+        for day in range(lots_per_customer):
+            ledger.post(account, type="ADJUSTMENT", amount=balance // lots_per_customer, now=now,
+                        basis="bench", expires_at=now + timedelta(days=30 + day))
         return row.id
 
     made = []
@@ -358,6 +368,9 @@ def main() -> None:
     parser.add_argument("--extra-customers", type=int, default=20_000)
     parser.add_argument("--history", type=int, default=20_000,
                         help="past checkouts seeded before measuring")
+    parser.add_argument("--lots-per-customer", type=int, default=0,
+                        help="points expire, and every register's customer holds this many "
+                             "lots (20 for the issue's figure); 0: points never expire")
     parser.add_argument("--skip", default=[], help="comma-separated: floor,http,hot,paused",
                         action="append")
     args = parser.parse_args()
@@ -367,7 +380,9 @@ def main() -> None:
 
     with bench_database() as url:
         paused = [] if "paused" in skip else [int(n) for n in args.paused_registers.split(",")]
-        shop = seed(url, max(counts + paused), args.extra_customers, args.history)
+        shop = seed(url, max(counts + paused), args.extra_customers, args.history,
+                    args.lots_per_customer)
+        report["lots_per_customer"] = args.lots_per_customer
         report["statements_per_request"] = shop.trace.statements()
         print(json.dumps({"statements_per_request": report["statements_per_request"]}), flush=True)
         dsn = url.replace("postgresql+psycopg2://", "postgresql://")

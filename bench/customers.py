@@ -88,7 +88,7 @@ def seed(database_url: str, count: int) -> tuple[str, list[str]]:
         cursor = raw.cursor()
         chunk = 100_000
         for base in range(0, count, chunk):
-            people, accounts, entries = io.StringIO(), io.StringIO(), io.StringIO()
+            people, accounts, entries, lots = (io.StringIO() for _ in range(4))
             for i in range(base, min(base + chunk, count)):
                 customer_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
                 created = (start + step * i).isoformat()
@@ -99,11 +99,14 @@ def seed(database_url: str, count: int) -> tuple[str, list[str]]:
                                         secrets.token_urlsafe(32))) + "\n")
                 available = rng.choice((0, 0, rng.randrange(1, 500_000)))
                 accounts.write(f"{company_id}\t{customer_id}\t{available}\t0\t0\t\\N\t{created}\n")
-                if available:  # the balance comes from the ledger, so `ledger verify` agrees
-                    entries.write(f"{company_id}\t{uuid.UUID(int=rng.getrandbits(128), version=4)}\t"
-                                  f"{created}\t{customer_id}\tADJUSTMENT\t{available}\tACTIVE\t"
-                                  f"{created}\topening balance\n")
-            for buffer in (people, accounts, entries):
+                if available:  # the balance comes from the ledger, and is a lot of points that
+                    # never expire, so `ledger verify` agrees
+                    entry_id = uuid.UUID(int=rng.getrandbits(128), version=4)
+                    entries.write(f"{company_id}\t{entry_id}\t{created}\t{customer_id}\tADJUSTMENT\t"
+                                  f"{available}\tACTIVE\t{created}\topening balance\n")
+                    lots.write(f"{company_id}\t{entry_id}\t{customer_id}\t{available}\t"
+                               f"{available}\t{created}\n")
+            for buffer in (people, accounts, entries, lots):
                 buffer.seek(0)
             cursor.copy_expert("COPY customers (company_id, id, created_at, phone, first_name, last_name, "
                                "card_number, card_token) FROM STDIN", people)
@@ -111,6 +114,8 @@ def seed(database_url: str, count: int) -> tuple[str, list[str]]:
                                "reserved, next_maturity_at, updated_at) FROM STDIN", accounts)
             cursor.copy_expert("COPY ledger_entries (company_id, id, created_at, customer_id, type, "
                                "amount, status, available_at, basis) FROM STDIN", entries)
+            cursor.copy_expert("COPY reward_lots (company_id, id, customer_id, amount, remaining, "
+                               "created_at) FROM STDIN", lots)
             raw.commit()
             print(f"  seeded {min(base + chunk, count):,}", flush=True)
         session = app.extensions["session_factory"]()  # the name rows, as enrolment writes them
