@@ -4,7 +4,8 @@ periodic upkeep. Several workers may run: a Redis lock lets one enqueue per inte
 It runs until it is stopped (CONTRACT §16). When Redis goes away the RQ loop ends or backs
 off; we start it again with backoff, so neither idle hours nor a Redis restart end the
 process. A job that meets a PostgreSQL restart fails, and the outbox sweep enqueues its work
-again. SIGTERM lets the running job finish and exits 0. Only settings that cannot work
+again. Each start of RQ's loop first takes up what a stopped worker or an outage left
+waiting. SIGTERM lets the running job finish and exits 0. Only settings that cannot work
 (exit 2) end it otherwise, so a supervisor restarts whatever did die.
 
 Jobs run in the worker process itself (RQ's SimpleWorker): a job is a few short transactions
@@ -24,9 +25,11 @@ from rq import Queue, SimpleWorker
 from rq.worker import BaseWorker
 
 from app.config import ConfigError
+from app.delivery_queue import FAILURE_TTL
 
 log = logging.getLogger("worker")
 PERIODIC_JOB = "worker.periodic.run_periodic_tasks"
+TAKE_UP_JOB = "worker.jobs.take_up_waiting_work"
 UPKEEP_JOB_TIMEOUT = 600
 LONGEST_BACKOFF = 30.0
 
@@ -74,6 +77,8 @@ def serve(queue: Queue, stop: threading.Event,
         worker, worked = None, False
         try:  # RQ speaks to Redis from the constructor on, before its loop catches anything
             worker = worker_class([queue], connection=queue.connection)
+            # First what a stopped worker or an outage left: see take_up_waiting_work.
+            queue.enqueue(TAKE_UP_JOB, at_front=True, result_ttl=0, failure_ttl=FAILURE_TTL)
             worked = worker.work(with_scheduler=True)
         except RedisError as error:
             log.warning("Redis unreachable (%s)", error)
