@@ -25,7 +25,8 @@ class ProgramResponse(Schema):
         metadata={"description": "Days a credit's points live (1..3650); null: they never expire"})
     expiryReminderDays = ma.fields.Integer(
         attribute="expiry_reminder_days", required=True, allow_none=True,
-        metadata={"description": "Days before expiry that reward.expiring is sent (1..90); null: never"})
+        metadata={"description": "Days before expiry that reward.expiring is sent (1..90); "
+                                 "null: never"})
 
 
 class SubscriptionResponse(Schema):

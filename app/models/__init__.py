@@ -12,6 +12,6 @@ from app.models.outbox import AllowedWebhookHost, OutboxEvent, WebhookDelivery, 
 __all__ = [
     "AllowedWebhookHost", "ApiCredential", "Cashier", "CatalogItem", "CatalogSync", "CheckoutSession",
     "Company", "Customer", "CustomerName", "GiftCard", "Hold", "IdempotencyRecord", "LedgerEntry",
-    "OtpChallenge", "OutboxEvent", "Program", "Quote", "Return", "RewardAccount", "RewardLot", "Sale",
-    "SaleLine", "Store", "Subscription", "Terminal", "WebhookDelivery", "WebhookEndpoint",
+    "OtpChallenge", "OutboxEvent", "Program", "Quote", "Return", "RewardAccount", "RewardLot",
+    "Sale", "SaleLine", "Store", "Subscription", "Terminal", "WebhookDelivery", "WebhookEndpoint",
 ]

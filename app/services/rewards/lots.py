@@ -85,7 +85,8 @@ def take(lots: list[Lot], amount: int, first_sale_id: str | None = None) -> list
 def expire(lots: list[Lot], available: int, now: datetime) -> list[tuple[Lot, int]]:
     """The due lots' points that expire now, (lot, amount) soonest first: each lot loses what
     the available balance still covers; what an active hold reserved stays (CONTRACT §14)."""
-    due = [lot for lot in spending_order(lots) if lot.expires_at is not None and lot.expires_at <= now]
+    due = [lot for lot in spending_order(lots)
+           if lot.expires_at is not None and lot.expires_at <= now]
     return _take_in_order(due, max(available, 0))
 
 
@@ -111,7 +112,8 @@ def due_reminders(lots: list[Lot], now: datetime) -> list[Lot]:
 
 
 def next_expiry(lots: list[Lot]) -> datetime | None:
-    return min((lot.expires_at for lot in lots if lot.remaining > 0 and lot.expires_at), default=None)
+    return min((lot.expires_at for lot in lots if lot.remaining > 0 and lot.expires_at),
+               default=None)
 
 
 def next_reminder(lots: list[Lot]) -> datetime | None:
