@@ -13,6 +13,7 @@ Reports
 Runs on demand only, bounded in time and count, traffic to 127.0.0.1 only:
 
     .venv/bin/python bench/checkout.py [--seconds 15] [--registers 16,64] [--pause-ms 50]
+                                       [--lots-per-customer 20]
 """
 from __future__ import annotations
 
