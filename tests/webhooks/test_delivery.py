@@ -32,7 +32,9 @@ from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.services.errors import Conflict
 from app.services.webhooks.delivery import dispatch_pending
 from app.services.webhooks.outbox import EVENT_TYPES, record_event
+from app.services.wire import format_timestamp
 from tests.conftest import TEST_PEPPER
+from tests.lots import age_lots
 from worker.__main__ import PERIODIC_JOB, periodic_lock_key
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -323,17 +325,26 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
     sale = api.call("POST", f"/v1/checkout-sessions/{session_id}/commit", {"quoteId": quote_id})
     returned = api.call("POST", f"/v1/sales/{sale['id']}/returns",
                         {"lines": [{"lineId": "1", "quantity": "1"}]})
+    # Promotional points for a day: within the program's 7 reminder days at once, so the next
+    # touch (the hold below) reminds; aged past their end, the worker's upkeep expires them.
+    promo = api.call("POST", f"/v1/customers/{customer['id']}/reward-adjustments", {
+        "amount": "10.00", "basis": "promo",
+        "expiresAt": format_timestamp(utcnow() + timedelta(days=1))})
     # A hold left to run out is expired by the worker's upkeep, which emits the event.
     expiring_id, expiring_quote = checkout_session("R-2")
     expiring = api.call("POST", f"/v1/checkout-sessions/{expiring_id}/hold",
                         {"quoteId": expiring_quote})
     run_sql(app, update(Hold).where(Hold.id == expiring["id"])
             .values(expires_at=utcnow() - timedelta(seconds=1)))
+    session = app.extensions["session_factory"]()
+    age_lots(session, tenant.company_id, customer["id"], timedelta(days=2))
+    session.close()
     workers.run_upkeep()
 
-    expected = {"customer.created": 1, "otp.code_issued": 1, "reward.adjusted": 1,
+    expected = {"customer.created": 1, "otp.code_issued": 1, "reward.adjusted": 2,
                 "catalog.synced": 1, "checkout.hold.created": 3, "checkout.hold.released": 1,
-                "checkout.hold.expired": 1, "sale.committed": 1, "sale.returned": 1}
+                "checkout.hold.expired": 1, "sale.committed": 1, "sale.returned": 1,
+                "reward.expiring": 1, "reward.expired": 1}
     assert set(expected) == set(EVENT_TYPES)
     eventually(lambda: len(hits_at(receiver, "/ok")) == sum(expected.values())
                and len(hits_at(receiver, "/target")) == 2, "every event delivered", [worker])
@@ -360,7 +371,12 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
     data = {body["type"]: body["data"] for body in received["/ok"]}
     assert data["customer.created"]["id"] == customer["id"]
     assert data["customer.created"]["firstName"] == "Иван"
-    assert data["reward.adjusted"]["id"] == adjustment["id"]
+    assert sorted(body["data"]["id"] for body in received["/ok"]
+                  if body["type"] == "reward.adjusted") == sorted([adjustment["id"], promo["id"]])
+    assert (data["reward.expiring"]["customerId"], data["reward.expiring"]["amount"]) == (
+        customer["id"], "10.00")
+    assert (data["reward.expired"]["customerId"], data["reward.expired"]["amount"]) == (
+        customer["id"], "-10.00")
     assert data["otp.code_issued"]["challengeId"] == challenge["id"]
     assert re.fullmatch(r"[0-9]{6}", data["otp.code_issued"]["code"])
     assert data["catalog.synced"]["id"] == sync["id"]
