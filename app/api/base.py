@@ -13,13 +13,14 @@ operation declares its scope, idempotency range and interface-document markers.
 from __future__ import annotations
 
 import http
+import json
 import re
 from dataclasses import dataclass
 from functools import wraps
 
 import flask_smorest
 import marshmallow as ma
-from flask import Flask, request
+from flask import Flask, Response, request
 from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
@@ -68,21 +69,25 @@ class Operation:
     scope: str | None
     idempotency: tuple[int, int] | None
     group: str = "native"
+    # False: the Idempotency-Key may be left out (the request then has no replay protection).
+    idempotency_required: bool = True
 
 
 class Blueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = Parser()
 
     def operation(self, *, scope: str | None, idempotency: tuple[int, int] | None = None,
-                  group: str = "native"):
+                  group: str = "native", idempotency_required: bool = True):
         """Declare an operation: its scope (None for the public probes and card routes), the
-        Idempotency-Key length range when it needs one, and its `x-group`."""
+        Idempotency-Key length range when it takes one (and whether it must be given), and
+        its `x-group`."""
 
         def decorator(func):
             if idempotency is not None:
                 from app.idempotency import idempotent
-                func = idempotent(*idempotency)(func)
-            func._operation = Operation(scope=scope, idempotency=idempotency, group=group)
+                func = idempotent(*idempotency, required=idempotency_required)(func)
+            func._operation = Operation(scope=scope, idempotency=idempotency, group=group,
+                                        idempotency_required=idempotency_required)
             return func
 
         return decorator
@@ -123,6 +128,13 @@ class Api(flask_smorest.Api):
     def handle_http_exception(self, error):
         from app.errors import http_error_response
         return http_error_response(error)
+
+
+def json_response(body: dict, status: int) -> Response:
+    """A body the service built as the interface shows it, serialised once (its response
+    schema documents the same shape)."""
+    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+                    status=status, mimetype="application/json")
 
 
 def declared_operation(app: Flask, endpoint: str | None, method: str) -> Operation | None:
@@ -176,6 +188,7 @@ def document_operations(api: Api, app: Flask) -> None:
         parameters.append(POS_KEY_HEADER)
         if operation.idempotency:
             low, high = operation.idempotency
-            parameters.append({"in": "header", "name": "Idempotency-Key", "required": True,
+            parameters.append({"in": "header", "name": "Idempotency-Key",
+                               "required": operation.idempotency_required,
                                "schema": {"type": "string", "minLength": low, "maxLength": high}})
         doc.setdefault("responses", {})["422"] = VALIDATION_RESPONSE
