@@ -59,12 +59,13 @@ class UpdateProgramRequest(Schema):
         if not data:
             raise ma.ValidationError("give at least one setting to change")
 
-    @ma.validates("tiers")
-    def _a_tier_list(self, value, **_kwargs):
+    @ma.validates_schema  # once every tier is well formed (skipped on field errors)
+    def _a_tier_list(self, data, **_kwargs):
         problem = tiers.tiers_problem([tiers.Tier(item["name"], item["minSpend"],
-                                                  item["accrualPercent"]) for item in value])
+                                                  item["accrualPercent"])
+                                       for item in data.get("tiers", [])])
         if problem:
-            raise ma.ValidationError(problem)
+            raise ma.ValidationError(problem, "tiers")
 
 
 class SubscriptionResponse(Schema):
