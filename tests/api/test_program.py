@@ -120,3 +120,21 @@ def test_one_companys_change_leaves_another_as_it_was(client, tenant, other_tena
     before = client.get("/v1/program", headers=other_tenant.headers()).get_json()
     patch(client, tenant, {"tiers": TIERS, "welcomeBonus": "9"})
     assert client.get("/v1/program", headers=other_tenant.headers()).get_json() == before
+
+
+def test_the_operator_command_changes_the_same_program(app, client, tenant, db):
+    runner = app.test_cli_runner()
+    result = runner.invoke(args=["programs", "set", tenant.company_id, "--welcome-bonus", "50",
+                                 "--birthday-bonus", "75.5", "--tier-window-days", "none"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().splitlines()[-1].endswith(
+        "welcome 50.00, birthday 75.50, tier window all time")
+    program = client.get("/v1/program", headers=tenant.headers()).get_json()
+    assert (program["welcomeBonus"], program["birthdayBonus"], program["tierWindowDays"]) == (
+        "50.00", "75.50", None)
+    assert len(db.scalars(select(OutboxEvent).where(
+        OutboxEvent.company_id == tenant.company_id, OutboxEvent.type == "program.updated")).all()) == 1
+    for option, value in (("--welcome-bonus", "-1"), ("--tier-window-days", "0"),
+                          ("--birthday-bonus", "1.234")):
+        refused = runner.invoke(args=["programs", "set", tenant.company_id, option, value])
+        assert refused.exit_code == 2, refused.output
