@@ -158,6 +158,11 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
     return shop
 
 
+def _bench_app(url: str):
+    return create_app(Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
+                               development=False))
+
+
 def make_campaigns(url: str, shop: Shop, count: int) -> list[str]:
     """`count` campaigns running now: half by catalog category (some of the receipt's), half by
     sku, at percents from 1 to 30, every third one for the bench store only."""
@@ -165,8 +170,7 @@ def make_campaigns(url: str, shop: Shop, count: int) -> list[str]:
 
     from app.services.program import campaigns
 
-    app = create_app(Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
-                              development=False))
+    app = _bench_app(url)
     session = app.extensions["session_factory"]()
     now = utcnow()
     made = []
@@ -184,17 +188,50 @@ def make_campaigns(url: str, shop: Shop, count: int) -> list[str]:
     return made
 
 
-def switch_campaigns(url: str, shop: Shop, ids: list[str], active: bool) -> None:
+def switch_campaigns(app, shop: Shop, ids: list[str], active: bool) -> None:
     from app.services.program import campaigns
 
-    app = create_app(Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
-                              development=False))
     session = app.extensions["session_factory"]()
     for campaign_id in ids:
         campaigns.update_campaign(session, shop.company_id, campaign_id, active=active)
     session.commit()
     session.close()
-    app.extensions["engine"].dispose()
+
+
+def quote_costs(app, shop: Shop, ids: list[str], rounds: int, quotes: int) -> dict:
+    """The bench receipt quoted again and again on one open session, in this process (no
+    server, no other register), alternating rounds without and with the campaigns: the median
+    wall time and CPU time of this process (the app's own Python) per quote, in ms."""
+    client = app.test_client()
+    register = shop.registers[0]
+    headers = {"Authorization": f"Bearer {shop.key}", "X-Loyalty-Pos-Key": register.pos_key}
+
+    def post(path, body):
+        response = client.post(path, json=body, headers={**headers,
+                                                         "Idempotency-Key": uuid.uuid4().hex})
+        assert response.status_code == 201, response.get_json()
+        return response.get_json()
+
+    session = post("/v1/checkout-sessions", {
+        "externalReceiptId": f"Q-{uuid.uuid4().hex[:12]}", "customerId": register.customer_id})
+    times = {False: ([], []), True: ([], [])}
+    campaign_lines = 0
+    for _ in range(rounds):
+        for active in (False, True):
+            switch_campaigns(app, shop, ids, active)
+            quote = post(f"/v1/checkout-sessions/{session['id']}/quote", {"lines": LINES})
+            if active:
+                campaign_lines = sum(line["campaignId"] is not None for line in quote["lines"])
+            wall, cpu = times[active]
+            for _ in range(quotes):
+                started, started_cpu = time.perf_counter(), time.process_time()
+                post(f"/v1/checkout-sessions/{session['id']}/quote", {"lines": LINES})
+                wall.append((time.perf_counter() - started) * 1000)
+                cpu.append((time.process_time() - started_cpu) * 1000)
+    return {f"{len(ids) if active else 0} campaigns": {
+        "quotes": len(wall), "wall_ms_p50": round(percentile(wall, 50), 3),
+        "cpu_ms_p50": round(percentile(cpu, 50), 3), "wall_ms_p90": round(percentile(wall, 90), 3)}
+        for active, (wall, cpu) in times.items()} | {"lines given a campaign": campaign_lines}
 
 
 def _history(url: str, shop: Shop, customers: list[str], count: int, threads: int = 4) -> None:
@@ -412,6 +449,8 @@ def main() -> None:
                         help="also compare the paused run without and with this many campaigns")
     parser.add_argument("--campaign-rounds", type=int, default=3,
                         help="alternating rounds of each, without then with")
+    parser.add_argument("--campaign-quotes", type=int, default=300,
+                        help="quotes per round of the in-process comparison")
     args = parser.parse_args()
     counts = [int(n) for n in args.registers.split(",")]
     skip = {part for given in args.skip for part in given.split(",") if part}
@@ -460,14 +499,19 @@ def main() -> None:
                       flush=True)
             if compared:
                 ids = make_campaigns(url, shop, args.campaigns)
+                app = _bench_app(url)
+                report["quote in process"] = quote_costs(app, shop, ids, args.campaign_rounds,
+                                                         args.campaign_quotes)
+                print(json.dumps({"quote in process": report["quote in process"]}), flush=True)
                 for round_ in range(args.campaign_rounds):
                     for active in (False, True):
-                        switch_campaigns(url, shop, ids, active)
+                        switch_campaigns(app, shop, ids, active)
                         label = f"round {round_} {args.campaigns if active else 0} campaigns"
                         tally, elapsed = play(http(compared[0], variants["own"]), args.seconds,
                                               pause=args.pause_ms / 1000, processes=args.processes)
                         report[label] = summary(tally, elapsed)
                         print(json.dumps({label: report[label]}), flush=True)
+                app.extensions["engine"].dispose()
     print(json.dumps(report, indent=1))
 
 
