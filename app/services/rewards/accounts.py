@@ -14,7 +14,6 @@ from app.services.rewards import ledger, spend, tiers
 from app.services.rewards.account import Account
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
-from app.services.wire import Balance, format_amount, format_timestamp
 
 # Balances are kept in a signed 64-bit column.
 LARGEST_BALANCE = 2 ** 63 - 1
