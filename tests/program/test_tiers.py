@@ -135,6 +135,20 @@ def test_a_quote_after_old_sales_left_earns_at_the_lower_tier(client, register, 
     assert moves(shop)[-1] == (customer, "Silver", "Base")
 
 
+def test_a_return_of_a_sale_outside_the_window_leaves_the_spend(client, register, shop):
+    change_program(client, shop.tenant, tiers=TIERS, tierWindowDays=30)
+    customer = shop.customer()
+    old = register.checkout(customer, TWO_CUPS)["sale"]
+    _age_sales(shop, customer, 31)
+    register.checkout(customer, TWO_CUPS)  # the 6.00 earned on the old one pays part of it
+    assert tier(client, shop, customer)["spend"] == "194.00"
+    register.return_lines(old["id"], [("1", "2")])
+    assert tier(client, shop, customer) == {
+        "name": "Silver", "accrualPercent": "6.00", "spend": "194.00",
+        "next": {"name": "Gold", "minSpend": "400.00", "remaining": "206.00"}}
+    assert spend_differences(shop) == []
+
+
 def test_a_window_of_all_time_and_a_changed_window(client, register, shop):
     change_program(client, shop.tenant, tiers=TIERS, tierWindowDays=None)
     customer = shop.customer()
