@@ -6,7 +6,9 @@ under a row lock on the account, so concurrent holds and debits serialise:
     pending   = Σ PENDING entries
     reserved  = Σ amounts of ACTIVE holds
 PENDING entries mature to ACTIVE at `available_at`, on first touch of the account (so
-correctness never waits for the scheduler) and by a periodic job.
+correctness never waits for the scheduler) and by a periodic job; a birthday bonus due today
+(app/services/rewards/bonuses.py) is credited the same way. Welcome and birthday bonuses are
+BONUS entries posted as a positive adjustment is.
 
 An account is changed as an `Account` (app/services/rewards/account.py) held by the
 transaction's unit of work, which writes it out; reading one without changing it may use
