@@ -17,7 +17,8 @@ blp = Blueprint("campaigns", __name__, url_prefix="/v1", description="Campaigns"
 
 @blp.route("/campaigns")
 class Campaigns(MethodView):
-    @blp.operation(scope="program:write", idempotency=(8, 100), idempotency_required=False)
+    @blp.operation("createCampaign", scope="program:write", idempotency=(8, 100),
+                   idempotency_required=False)
     @blp.arguments(CreateCampaignRequest)
     @blp.response(201, CampaignResponse)
     def post(self, body):
@@ -28,7 +29,7 @@ class Campaigns(MethodView):
             categories=body["categories"], store_ids=body["storeIds"], now=utcnow())
         return json_response(campaigns.campaign_as_json(campaign), 201)
 
-    @blp.operation(scope="program:read")
+    @blp.operation("listCampaigns", scope="program:read")
     @blp.arguments(PageArgs, location="query")
     @blp.response(200, CampaignListResponse)
     def get(self, args):
@@ -39,7 +40,7 @@ class Campaigns(MethodView):
 
 @blp.route("/campaigns/<campaign_id>")
 class CampaignById(MethodView):
-    @blp.operation(scope="program:write")
+    @blp.operation("updateCampaign", scope="program:write")
     @blp.arguments(UpdateCampaignRequest)
     @blp.response(200, CampaignResponse)
     def patch(self, body, campaign_id):
@@ -49,7 +50,7 @@ class CampaignById(MethodView):
             ends_at=body.get("endsAt"), active=body.get("active"))
         return json_response(campaigns.campaign_as_json(campaign), 200)
 
-    @blp.operation(scope="program:write")
+    @blp.operation("deleteCampaign", scope="program:write")
     @blp.response(204)
     def delete(self, campaign_id):
         """End the campaign; it is kept, inactive, for the sales that used it."""

@@ -1,6 +1,6 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
 from app.api.fields import JsonBoolean, Percent, Text, Timestamp, no_nul
 from app.api.paging import page_schema
 
@@ -16,8 +16,9 @@ def _strings(maximum_length: int, most: int, description: str) -> ma.fields.List
 
 class CreateCampaignRequest(Schema):
     name = Text(maximum=100, required=True)
-    startsAt = Timestamp(required=True)
-    endsAt = Timestamp(required=True, metadata={"description": "Later than startsAt"})
+    startsAt = Timestamp(required=True, metadata={"example": "2026-05-01T00:00:00Z"})
+    endsAt = Timestamp(required=True, metadata={"description": "Later than startsAt",
+                                                 "example": "2026-05-08T00:00:00Z"})
     accrualPercent = Percent(required=True)
     skus = _strings(64, MOST_SKUS, "Lines with these skus (with categories: either)")
     categories = _strings(255, MOST_CATEGORIES, "Lines whose catalog item (same store) is in these")
@@ -46,7 +47,7 @@ class UpdateCampaignRequest(Schema):
             raise ma.ValidationError("give at least one of name, endsAt, active")
 
 
-class CampaignResponse(Schema):
+class CampaignResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     name = ma.fields.String(required=True)
     startsAt = Timestamp(required=True)

@@ -18,7 +18,7 @@ blp = Blueprint("company", __name__, url_prefix="/v1", description="Company, pro
 
 @blp.route("/company")
 class CompanyView(MethodView):
-    @blp.operation(scope="company:read")
+    @blp.operation("getCompany", scope="company:read")
     @blp.response(200, CompanyResponse)
     def get(self):
         """The company the key belongs to."""
@@ -27,7 +27,7 @@ class CompanyView(MethodView):
 
 @blp.route("/program")
 class ProgramView(MethodView):
-    @blp.operation(scope="program:read")
+    @blp.operation("getProgram", scope="program:read")
     @blp.response(200, ProgramResponse)
     def get(self):
         """The loyalty program: percents, delays, hold life, enrolment, clawback policy,
@@ -35,7 +35,8 @@ class ProgramView(MethodView):
         return json_response(settings.program_as_json(
             companies.get_program(request_session(), g.company_id)), 200)
 
-    @blp.operation(scope="program:write", idempotency=(8, 100), idempotency_required=False)
+    @blp.operation("updateProgram", scope="program:write", idempotency=(8, 100),
+                   idempotency_required=False)
     @blp.arguments(UpdateProgramRequest)
     @blp.response(200, ProgramResponse)
     def patch(self, body):
@@ -59,7 +60,7 @@ class ProgramView(MethodView):
 
 @blp.route("/subscription")
 class SubscriptionView(MethodView):
-    @blp.operation(scope="subscription:read")
+    @blp.operation("getSubscription", scope="subscription:read")
     @blp.response(200, SubscriptionResponse)
     def get(self):
         """Tariff, register limit, active terminals, status and access dates."""

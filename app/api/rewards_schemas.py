@@ -1,10 +1,12 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
 from app.api.customers_schemas import RewardBalance
+from app.api.enums import Choice
 from app.api.fields import Text
 from app.api.fields import Amount, Timestamp
 from app.api.paging import offset_page_schema
+from app.services.rewards.ledger import ENTRY_STATUSES, ENTRY_TYPES
 
 
 def _not_zero(value):
@@ -17,20 +19,20 @@ def _shown(description: str, example: str = "150.00") -> ma.fields.String:
     return ma.fields.String(required=True, metadata={"description": description, "example": example})
 
 
-class NextTierResponse(Schema):
+class NextTierResponse(ResponseSchema):
     name = ma.fields.String(required=True)
     minSpend = _shown("The spend that reaches it")
     remaining = _shown("What is left to spend to reach it")
 
 
-class TierStandingResponse(Schema):
+class TierStandingResponse(ResponseSchema):
     name = ma.fields.String(required=True)
     accrualPercent = _shown("Replaces the program's accrual percent for this customer", "7.00")
     spend = _shown("Σ of what the customer paid over the program's tier window, less returns")
     next = ma.fields.Nested(NextTierResponse, required=True, allow_none=True)
 
 
-class RewardAccountResponse(Schema):
+class RewardAccountResponse(ResponseSchema):
     """Dumped from an AccountStanding (app/services/rewards/accounts.py)."""
 
     customerId = ma.fields.String(attribute="account.customer_id", required=True)
@@ -48,7 +50,7 @@ class RewardAdjustmentRequest(Schema):
     basis = Text(maximum=500, required=True, metadata={"description": "Why: mandatory"})
 
 
-class RewardAdjustmentResponse(Schema):
+class RewardAdjustmentResponse(ResponseSchema):
     """Dumped from {"entry", "balance"}."""
 
     id = ma.fields.String(attribute="entry.id", required=True)
@@ -59,11 +61,11 @@ class RewardAdjustmentResponse(Schema):
     createdAt = Timestamp(attribute="entry.created_at", required=True)
 
 
-class RewardActivity(Schema):
+class RewardActivity(ResponseSchema):
     id = ma.fields.String(required=True)
-    type = ma.fields.String(required=True)
+    type = Choice("ActivityType", ENTRY_TYPES, required=True)
     amount = Amount(required=True)
-    status = ma.fields.String(required=True)
+    status = Choice("ActivityStatus", ENTRY_STATUSES, required=True)
     availableAt = Timestamp(attribute="available_at", allow_none=True)
     basis = ma.fields.String(allow_none=True)
     saleId = ma.fields.String(attribute="sale_id", allow_none=True)

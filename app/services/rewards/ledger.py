@@ -30,6 +30,8 @@ from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance, format_amount, format_timestamp
 
+# PENDING entries mature to ACTIVE; no other status is written.
+ENTRY_STATUSES = ("PENDING", "ACTIVE")
 ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY",
                "BONUS")
 
