@@ -12,8 +12,8 @@ from app.services.tenancy import companies
 from app.services.webhooks.outbox import record_event
 from app.services.wire import format_amount, format_percent
 
-# None in a change means "leave it"; these may be set to null, so a change names them with
-# this instead of None to say "no change".
+# None in a change means "leave it"; the tier window may be set to null (all time), so for it
+# "leave it" is this instead.
 UNCHANGED = object()
 
 
