@@ -43,8 +43,10 @@ _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_stat
                                                    response_body=bindparam("b_response_body"))
 
 
-def _key(low: int, high: int) -> str:
+def _key(low: int, high: int, required: bool = True) -> str | None:
     key = request.headers.get(HEADER)
+    if key is None and not required:
+        return None
     if key is None:
         raise InvalidField(["header", HEADER], "Field required", "missing")
     if not low <= len(key) <= high:
@@ -74,11 +76,13 @@ def _replay(record, expected: str) -> Response:
     return response
 
 
-def idempotent(low: int, high: int):
+def idempotent(low: int, high: int, required: bool = True):
     def decorator(view):
         @wraps(view)
         def wrapper(*args, **kwargs):
-            key = _key(low, high)
+            key = _key(low, high, required)
+            if key is None:  # optional and not given: no record, no replay
+                return view(*args, **kwargs)
             session = request_session()
             work = UnitOfWork.of(session)
             operation = f"{request.method} {request.url_rule.rule}"

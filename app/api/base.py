@@ -3,7 +3,7 @@ operation declares its scope, idempotency range and interface-document markers.
 
     @blp.route("/company")
     class CompanyView(MethodView):
-        @blp.operation(scope="company:read")
+        @blp.operation("getCompany", scope="company:read")
         @blp.response(200, CompanyResponse)
         def get(self): ...
 
@@ -13,13 +13,13 @@ operation declares its scope, idempotency range and interface-document markers.
 from __future__ import annotations
 
 import http
-import re
+import json
 from dataclasses import dataclass
 from functools import wraps
 
 import flask_smorest
 import marshmallow as ma
-from flask import Flask, request
+from flask import Flask, Response, request
 from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
@@ -34,19 +34,37 @@ class Schema(ma.Schema):
         unknown = ma.RAISE
 
 
-class ValidationErrorItem(Schema):
-    loc = ma.fields.List(ma.fields.Raw(), required=True)
+class ResponseSchema(ma.Schema):
+    """Response schemas leave the document open to fields we add later (no
+    `additionalProperties: false`), so a strict client keeps working when an answer grows.
+    Answers are only dumped; the tests that load them ask for RAISE themselves."""
+
+    class Meta:
+        unknown = ma.EXCLUDE
+
+
+class ValidationErrorItem(ResponseSchema):
+    # Field names as strings, list positions as integers (CONTRACT §2).
+    loc = ma.fields.List(ma.fields.Raw(metadata={"anyOf": [{"type": "string"},
+                                                           {"type": "integer"}]}), required=True)
     msg = ma.fields.String(required=True)
     type = ma.fields.String(required=True)
 
 
-class HTTPValidationError(Schema):
+class HTTPValidationError(ResponseSchema):
     detail = ma.fields.List(ma.fields.Nested(ValidationErrorItem), required=True)
 
 
-class ErrorResponse(Schema):
+class ErrorResponse(ResponseSchema):
     detail = ma.fields.String(required=True)
     code = ma.fields.String(required=True)
+
+
+class CustomerExistsError(ErrorResponse):
+    """The 409 of an enrolment (or of its OTP challenge): `customerId` is there when the code
+    is `customer_exists`, so a register retrying an enrolment learns the customer."""
+
+    customerId = ma.fields.String(metadata={"description": "Only with customer_exists"})
 
 
 class Parser(FlaskParser):
@@ -65,24 +83,36 @@ class Parser(FlaskParser):
 
 @dataclass(frozen=True)
 class Operation:
+    operation_id: str
     scope: str | None
     idempotency: tuple[int, int] | None
     group: str = "native"
+    errors: tuple[str, ...] = ()
+    # False: the Idempotency-Key may be left out (the request then has no replay protection).
+    idempotency_required: bool = True
 
 
 class Blueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = Parser()
 
-    def operation(self, *, scope: str | None, idempotency: tuple[int, int] | None = None,
-                  group: str = "native"):
-        """Declare an operation: its scope (None for the public probes and card routes), the
-        Idempotency-Key length range when it needs one, and its `x-group`."""
+    def operation(self, operation_id: str, *, scope: str | None,
+                  idempotency: tuple[int, int] | None = None, group: str = "native",
+                  errors: tuple[str, ...] = (), idempotency_required: bool = True):
+        """Declare an operation: its `operationId` (a camelCase verb: generated clients name
+        their functions by it), its scope (None for the public probes and card routes), the
+        Idempotency-Key length range when it takes one (and whether it must be given), its
+        `x-group`, and the error codes its own rules answer with (`app.api.error_codes`;
+        those every operation of its kind can answer, such as 401 or 404 for a path id, are
+        added by `app.api.document`)."""
 
         def decorator(func):
             if idempotency is not None:
                 from app.idempotency import idempotent
-                func = idempotent(*idempotency)(func)
-            func._operation = Operation(scope=scope, idempotency=idempotency, group=group)
+                func = idempotent(*idempotency, required=idempotency_required)(func)
+            func._operation = Operation(operation_id=operation_id, scope=scope,
+                                        idempotency=idempotency, group=group,
+                                        errors=tuple(errors),
+                                        idempotency_required=idempotency_required)
             return func
 
         return decorator
@@ -117,12 +147,20 @@ class Api(flask_smorest.Api):
                 response["content"] = {"application/json": {"schema": schema}}
             self.spec.components.response(status.name, response, lazy=True)
         self.spec.components.response("DEFAULT_ERROR", {
-            "description": "Error", "content": {"application/json": {"schema": ErrorResponse}}},
+            "description": "Error", "content": {"application/json": {"schema": ErrorResponse}},
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}},
             lazy=True)
 
     def handle_http_exception(self, error):
         from app.errors import http_error_response
         return http_error_response(error)
+
+
+def json_response(body: dict, status: int) -> Response:
+    """A body the service built as the interface shows it, serialised once (its response
+    schema documents the same shape)."""
+    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+                    status=status, mimetype="application/json")
 
 
 def declared_operation(app: Flask, endpoint: str | None, method: str) -> Operation | None:
@@ -146,36 +184,3 @@ def operations(app: Flask):
 def current_operation() -> Operation | None:
     from flask import current_app
     return declared_operation(current_app, request.endpoint, request.method)
-
-
-_RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-POS_KEY_HEADER = {"in": "header", "name": "X-Loyalty-Pos-Key", "required": False,
-                  "schema": {"type": "string", "maxLength": 128}}
-VALIDATION_RESPONSE = {"description": "Validation error", "content": {"application/json": {
-    "schema": {"$ref": "#/components/schemas/HTTPValidationError"}}}}
-
-
-def document_operations(api: Api, app: Flask) -> None:
-    """Write each declared operation's markers, headers and security into the interface
-    document (CONTRACT §10), from the same declarations that `app.auth` enforces."""
-    if "HTTPValidationError" not in api.spec.components.schemas:
-        api.spec.components.schema("HTTPValidationError", schema=HTTPValidationError)
-    api.spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
-    paths = api.spec._paths  # apispec keeps no public way to amend a registered path
-    for method, rule, operation in operations(app):
-        doc = paths.get(_RULE_ARGUMENT.sub(r"{\1}", rule), {}).get(method.lower())
-        if doc is None:
-            continue
-        doc["x-group"] = operation.group
-        doc["x-readiness"] = "READY"
-        if operation.scope is None:
-            continue
-        doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
-                    "security": [{"bearerAuth": []}]})
-        parameters = doc.setdefault("parameters", [])
-        parameters.append(POS_KEY_HEADER)
-        if operation.idempotency:
-            low, high = operation.idempotency
-            parameters.append({"in": "header", "name": "Idempotency-Key", "required": True,
-                               "schema": {"type": "string", "minLength": low, "maxLength": high}})
-        doc.setdefault("responses", {})["422"] = VALIDATION_RESPONSE

@@ -20,7 +20,7 @@ def _issued(credential, key):
 
 @blp.route("/api-credentials")
 class Credentials(MethodView):
-    @blp.operation(scope="credentials:write")
+    @blp.operation("issueCredential", scope="credentials:write")
     @blp.arguments(CreateCredentialRequest)
     @blp.response(201, IssuedCredentialResponse)
     def post(self, body):
@@ -31,7 +31,7 @@ class Credentials(MethodView):
             granted_by=g.principal.scopes)
         return _issued(credential, key)
 
-    @blp.operation(scope="credentials:read")
+    @blp.operation("listCredentials", scope="credentials:read")
     @blp.response(200, CredentialListResponse)
     def get(self):
         """The company's keys: metadata only, revoked ones included."""
@@ -40,7 +40,7 @@ class Credentials(MethodView):
 
 @blp.route("/api-credentials/<credential_id>/rotate")
 class CredentialRotation(MethodView):
-    @blp.operation(scope="credentials:write")
+    @blp.operation("rotateCredential", scope="credentials:write")
     @blp.arguments(RotateCredentialRequest, required=False)
     @blp.response(201, IssuedCredentialResponse)
     def post(self, body, credential_id):
@@ -55,7 +55,7 @@ class CredentialRotation(MethodView):
 
 @blp.route("/api-credentials/<credential_id>")
 class CredentialById(MethodView):
-    @blp.operation(scope="credentials:write")
+    @blp.operation("revokeCredential", scope="credentials:write")
     @blp.response(204)
     def delete(self, credential_id):
         """Revoke at once."""

@@ -22,7 +22,8 @@ def present(challenge, now) -> dict:
 
 @blp.route("/otp-challenges")
 class OtpChallenges(MethodView):
-    @blp.operation(scope="customers:write")
+    @blp.operation("createOtpChallenge", scope="customers:write",
+                   errors=("customer_exists", "rate_limited"))
     @blp.arguments(CreateOtpChallengeRequest)
     @blp.response(201, OtpChallengeResponse)
     def post(self, body):
@@ -39,7 +40,7 @@ class OtpChallenges(MethodView):
 
 @blp.route("/otp-challenges/<challenge_id>/confirm")
 class OtpConfirmation(MethodView):
-    @blp.operation(scope="customers:write")
+    @blp.operation("confirmOtpChallenge", scope="customers:write", errors=("invalid_state",))
     @blp.arguments(ConfirmOtpChallengeRequest)
     @blp.response(200, OtpChallengeResponse)
     def post(self, body, challenge_id):

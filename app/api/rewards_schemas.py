@@ -1,10 +1,12 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
 from app.api.customers_schemas import RewardBalance
+from app.api.enums import Choice
 from app.api.fields import Text
 from app.api.fields import Amount, Timestamp
 from app.api.paging import offset_page_schema
+from app.services.rewards.ledger import ENTRY_STATUSES, ENTRY_TYPES
 
 
 def _not_zero(value):
@@ -12,17 +14,39 @@ def _not_zero(value):
         raise ma.ValidationError("must not be zero: positive credits, negative debits")
 
 
-class ExpiringPoints(Schema):
+class ExpiringPoints(ResponseSchema):
     amount = Amount(required=True)
     expiresAt = Timestamp(attribute="expires_at", required=True)
 
 
-class RewardAccountResponse(Schema):
-    customerId = ma.fields.String(attribute="customer_id", required=True)
-    available = Amount(required=True)
-    pending = Amount(required=True)
-    reserved = Amount(required=True)
-    updatedAt = Timestamp(attribute="updated_at", required=True)
+def _shown(description: str, example: str = "150.00") -> ma.fields.String:
+    """A value the service has already formatted (app/services/rewards/tiers.py)."""
+    return ma.fields.String(required=True, metadata={"description": description, "example": example})
+
+
+class NextTierResponse(ResponseSchema):
+    name = ma.fields.String(required=True)
+    minSpend = _shown("The spend that reaches it")
+    remaining = _shown("What is left to spend to reach it")
+
+
+class TierStandingResponse(ResponseSchema):
+    name = ma.fields.String(required=True)
+    accrualPercent = _shown("Replaces the program's accrual percent for this customer", "7.00")
+    spend = _shown("Σ of what the customer paid over the program's tier window, less returns")
+    next = ma.fields.Nested(NextTierResponse, required=True, allow_none=True)
+
+
+class RewardAccountResponse(ResponseSchema):
+    """Dumped from an AccountStanding (app/services/rewards/accounts.py)."""
+
+    customerId = ma.fields.String(attribute="account.customer_id", required=True)
+    available = Amount(attribute="account.available", required=True)
+    pending = Amount(attribute="account.pending", required=True)
+    reserved = Amount(attribute="account.reserved", required=True)
+    updatedAt = Timestamp(attribute="account.updated_at", required=True)
+    tier = ma.fields.Nested(TierStandingResponse, required=True, allow_none=True,
+                            metadata={"description": "null when the program has no tiers"})
     expiring = ma.fields.List(ma.fields.Nested(ExpiringPoints), required=True, metadata={
         "description": "Up to 5 next moments at which points would expire, with how many "
                        "would, soonest first"})
@@ -37,7 +61,7 @@ class RewardAdjustmentRequest(Schema):
                                                    "years ahead; only with a positive amount)"})
 
 
-class RewardAdjustmentResponse(Schema):
+class RewardAdjustmentResponse(ResponseSchema):
     """Dumped from {"entry", "balance"}."""
 
     id = ma.fields.String(attribute="entry.id", required=True)
@@ -48,11 +72,11 @@ class RewardAdjustmentResponse(Schema):
     createdAt = Timestamp(attribute="entry.created_at", required=True)
 
 
-class RewardActivity(Schema):
+class RewardActivity(ResponseSchema):
     id = ma.fields.String(required=True)
-    type = ma.fields.String(required=True)
+    type = Choice("ActivityType", ENTRY_TYPES, required=True)
     amount = Amount(required=True)
-    status = ma.fields.String(required=True)
+    status = Choice("ActivityStatus", ENTRY_STATUSES, required=True)
     availableAt = Timestamp(attribute="available_at", allow_none=True)
     basis = ma.fields.String(allow_none=True)
     saleId = ma.fields.String(attribute="sale_id", allow_none=True)

@@ -5,6 +5,7 @@ import click
 from flask.cli import AppGroup
 
 from app.cli.session import existing_company, operator_session
+from app.db import utcnow
 from app.services.rewards import verification
 
 ledger_cli = AppGroup("ledger", help="The reward ledger.")
@@ -13,12 +14,13 @@ ledger_cli = AppGroup("ledger", help="The reward ledger.")
 @ledger_cli.command("verify")
 @click.argument("company_id", required=False)
 def ledger_verify(company_id):
-    """Recompute every account (of one company, if given) from its entries and holds; print
-    each difference; exit 1 when there is any."""
+    """Recompute every account (of one company, if given) from its entries and holds, and
+    its tier spend from the sales; print each difference; exit 1 when there is any."""
     with operator_session() as session:
         if company_id:
             existing_company(session, company_id)
         differences = verification.verify(session, company_id)
+        differences += verification.verify_spend(session, utcnow(), company_id)
         checked = verification.count_accounts(session, company_id)
     for difference in differences:
         click.echo(str(difference))

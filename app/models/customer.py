@@ -56,6 +56,8 @@ class RewardAccount(Base):
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
         Index("ix_reward_accounts_available", "company_id", "available"),
+        Index("ix_reward_accounts_spend_oldest", "company_id", "spend_oldest_at"),
+        Index("ix_reward_accounts_birthday", "birthday_due_on"),
         # The periodic job's candidates (CONTRACT §14): only accounts with lots to watch.
         Index("ix_reward_accounts_expiry", "next_expiry_at",
               postgresql_where=text("next_expiry_at IS NOT NULL"),
@@ -77,6 +79,13 @@ class RewardAccount(Base):
     next_expiry_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     next_reminder_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    # The tier's spend (CONTRACT §15), kept as sales are committed and returned, and the
+    # oldest sale it counts: once that leaves the window the spend is recomputed
+    # (app.services.rewards.spend).
+    spend: Mapped[int] = mapped_column(Money, default=0)
+    spend_oldest_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    # The Moscow date the next birthday bonus is due (null without a birth date).
+    birthday_due_on: Mapped[date | None] = mapped_column(Date, nullable=True)
 
 
 class LedgerEntry(TenantMixin, Base):

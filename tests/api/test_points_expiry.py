@@ -191,3 +191,18 @@ def test_one_companys_expiry_leaves_another_companys_points(client, tenant, othe
     assert account(client, other_tenant, theirs["id"])["available"] == "10.00"
     assert events(db, other_tenant, "reward.expired") == []
     assert [event["customerId"] for event in events(db, tenant, "reward.expired")] == [mine["id"]]
+
+
+def test_the_program_patch_sets_and_clears_the_expiry_settings(client, tenant):
+    def patch(body):
+        return client.patch("/v1/program", json=body, headers=tenant.headers())
+
+    body = patch({"pointsLifetimeDays": 90, "expiryReminderDays": 14}).get_json()
+    assert (body["pointsLifetimeDays"], body["expiryReminderDays"]) == (90, 14)
+    body = patch({"pointsLifetimeDays": None}).get_json()
+    assert (body["pointsLifetimeDays"], body["expiryReminderDays"]) == (None, 14)
+    for field, value in (("pointsLifetimeDays", 0), ("pointsLifetimeDays", 3651),
+                         ("expiryReminderDays", 91), ("expiryReminderDays", "7")):
+        response = patch({field: value})
+        assert response.status_code == 422
+        assert [error["loc"] for error in response.get_json()["detail"]] == [["body", field]]

@@ -13,7 +13,7 @@ from app.models import Company, Customer, RewardAccount, Store
 from app.services.cards import wallet_pass
 from app.services.cards.identifiers import CARD_TOKEN_BYTES
 from app.services.errors import NotFound
-from app.services.rewards import expiry, ledger
+from app.services.rewards import ledger
 from app.services.unit_of_work import UnitOfWork
 from app.services.wire import format_amount
 
@@ -56,8 +56,9 @@ def card_by_token(session: Session, token: str, now: datetime) -> LoyaltyCard:
     if row is None:
         raise NotFound("card")
     customer, company, account = row
-    if expiry.is_due(account, now):
-        # Something has matured or expired since the last touch: show it as the register would.
+    if ledger.comes_due(account, now):
+        # Something has matured, expired (or a birthday come) since the last touch: show it
+        # as the register would.
         account = ledger.lock(UnitOfWork.of(session), company.id, customer.id, now)
     return LoyaltyCard(customer=customer, company=company, account=account)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import bindparam, insert, select, update
 
@@ -30,7 +30,9 @@ def _of_program(column):
 
 LOCKED_COLUMNS = (ACCOUNTS.c.company_id, ACCOUNTS.c.customer_id, ACCOUNTS.c.available,
                   ACCOUNTS.c.pending, ACCOUNTS.c.reserved, ACCOUNTS.c.next_maturity_at,
-                  ACCOUNTS.c.updated_at, ACCOUNTS.c.next_expiry_at, ACCOUNTS.c.next_reminder_at,
+                  ACCOUNTS.c.updated_at, ACCOUNTS.c.spend, ACCOUNTS.c.spend_oldest_at,
+                  ACCOUNTS.c.birthday_due_on, ACCOUNTS.c.next_expiry_at,
+                  ACCOUNTS.c.next_reminder_at,
                   _of_program(_PROGRAMS.c.points_lifetime_days),
                   _of_program(_PROGRAMS.c.expiry_reminder_days))
 LOCK = (select(*LOCKED_COLUMNS)
@@ -43,9 +45,11 @@ SAVE = (update(ACCOUNTS)
                 ACCOUNTS.c.customer_id == bindparam("b_customer_id"))
          .values(available=bindparam("b_available"), pending=bindparam("b_pending"),
                  reserved=bindparam("b_reserved"), next_maturity_at=bindparam("b_next_maturity_at"),
+                 updated_at=bindparam("b_updated_at"), spend=bindparam("b_spend"),
+                 spend_oldest_at=bindparam("b_spend_oldest_at"),
+                 birthday_due_on=bindparam("b_birthday_due_on"),
                  next_expiry_at=bindparam("b_next_expiry_at"),
-                 next_reminder_at=bindparam("b_next_reminder_at"),
-                 updated_at=bindparam("b_updated_at")))
+                 next_reminder_at=bindparam("b_next_reminder_at")))
 _INSERT_ENTRIES = insert(LedgerEntry.__table__)
 _INSERT_LOTS = insert(LOTS)
 SAVE_LOT = (update(LOTS)
@@ -62,6 +66,11 @@ class Account:
     reserved: int
     next_maturity_at: datetime | None
     updated_at: datetime
+    # The tier's spend and its oldest sale (app/services/rewards/spend.py); the day the next
+    # birthday bonus is due (app/services/rewards/bonuses.py).
+    spend: int = 0
+    spend_oldest_at: datetime | None = None
+    birthday_due_on: date | None = None
     next_expiry_at: datetime | None = None
     next_reminder_at: datetime | None = None
     # The program's, when the account was locked (CONTRACT §14).
@@ -88,7 +97,8 @@ class Account:
 
     def _figures(self) -> tuple:
         return (self.available, self.pending, self.reserved, self.next_maturity_at,
-                self.next_expiry_at, self.next_reminder_at, self.updated_at)
+                self.updated_at, self.spend, self.spend_oldest_at, self.birthday_due_on,
+                self.next_expiry_at, self.next_reminder_at)
 
     def open_lots(self) -> list[Lot]:
         """The lots with points left that come first in spending order (every one when
@@ -141,8 +151,9 @@ class Account:
             "b_company_id": self.company_id, "b_customer_id": self.customer_id,
             "b_available": self.available, "b_pending": self.pending,
             "b_reserved": self.reserved, "b_next_maturity_at": self.next_maturity_at,
-            "b_next_expiry_at": self.next_expiry_at, "b_next_reminder_at": self.next_reminder_at,
-            "b_updated_at": self.updated_at}))
+            "b_updated_at": self.updated_at, "b_spend": self.spend,
+            "b_spend_oldest_at": self.spend_oldest_at, "b_birthday_due_on": self.birthday_due_on,
+            "b_next_expiry_at": self.next_expiry_at, "b_next_reminder_at": self.next_reminder_at}))
         self.new_entries, self.new_lots, self.changed_lots = [], [], {}
         self.written = figures
         return writes

@@ -2,7 +2,7 @@
 ledger's history. Every balance change goes through `app.services.rewards.ledger`."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy import bindparam, func, select
@@ -10,12 +10,12 @@ from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, Program, RewardAccount, RewardLot
 from app.services.errors import InvalidField, NotFound
-from app.services.rewards import expiry, ledger, lots
+from app.services.rewards import expiry, ledger, lots, spend, tiers
 from app.services.rewards.account import Account
 from app.services.rewards.lots import FIRST_OPEN_LOTS, LOT_PAGE, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
-from app.services.wire import Balance, format_amount, format_timestamp
+from app.services.wire import Balance
 
 # Balances are kept in a signed 64-bit column.
 LARGEST_BALANCE = 2 ** 63 - 1
@@ -25,6 +25,8 @@ LONGEST_PROMOTION_YEARS = 10
 
 _ACCOUNT = select(RewardAccount).where(RewardAccount.company_id == bindparam("company_id"),
                                        RewardAccount.customer_id == bindparam("customer_id"))
+_PROGRAM = select(Program.tiers, Program.tier_window_days).where(
+    Program.company_id == bindparam("company_id"))
 _LOT_OF_ENTRY = ((RewardLot.company_id == LedgerEntry.company_id)
                  & (RewardLot.id == LedgerEntry.id))
 _ACTIVITIES = (select(LedgerEntry, RewardLot.expires_at).outerjoin(RewardLot, _LOT_OF_ENTRY)
@@ -37,45 +39,61 @@ _ACTIVITY_COUNT = (select(func.count()).select_from(LedgerEntry)
                           LedgerEntry.customer_id == bindparam("customer_id")))
 
 
-@dataclass(frozen=True)
-class AccountStatement:
-    """RewardAccountResponse: the balances and the next expiries, {expires_at, amount}."""
-
-    customer_id: str
-    available: int
-    pending: int
-    reserved: int
-    updated_at: datetime
-    expiring: list[dict]
-
-
 def fresh(session: Session, account: RewardAccount, now: datetime) -> RewardAccount | Account:
-    """The account read with whatever has come due matured and expired (first touch: it is
-    locked only when something is due)."""
-    if expiry.is_due(account, now):
+    """The account read with whatever has come due matured, credited or expired (first
+    touch: it is locked only when something is due)."""
+    if ledger.comes_due(account, now):
         return ledger.lock(UnitOfWork.of(session), account.company_id, account.customer_id, now)
     return account
 
 
-def _account(session: Session, company_id: str, customer_id: str, now: datetime):
+@dataclass(frozen=True)
+class AccountStanding:
+    """The account as RewardAccountResponse shows it: balances, and the tier (null without
+    tiers)."""
+
+    account: RewardAccount | Account
+    standing: tiers.Standing | None
+    expiring: list[dict] = field(default_factory=list)  # {expires_at, amount}, soonest first
+
+    @property
+    def tier(self) -> dict | None:
+        return None if self.standing is None else self.standing.as_json()
+
+
+def get_account(session: Session, company_id: str, customer_id: str,
+                now: datetime) -> RewardAccount | Account:
     account = session.scalar(_ACCOUNT, {"company_id": company_id, "customer_id": customer_id})
     if account is None:
         raise NotFound("customer")
     return fresh(session, account, now)
 
 
-def get_account(session: Session, company_id: str, customer_id: str,
-                now: datetime) -> AccountStatement:
-    account = _account(session, company_id, customer_id, now)
+def account_standing(session: Session, company_id: str, customer_id: str,
+                     now: datetime) -> AccountStanding:
+    """The account with its tier and the points about to expire; a spend whose oldest sale
+    has left the window is recomputed first (and a move down noticed)."""
+    account = get_account(session, company_id, customer_id, now)
+    program = session.execute(_PROGRAM, {"company_id": company_id}).one()
+    tier_list = tiers.from_stored(program.tiers)
+    if spend.is_stale(account.spend_oldest_at, program.tier_window_days, now):
+        account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
+        spend.refresh_noticed(UnitOfWork.of(session), account, program.tier_window_days,
+                              tier_list, now)
+    return AccountStanding(account, tiers.standing(tier_list, account.spend),
+                           _expiring(session, account))
+
+
+def _expiring(session: Session, account: RewardAccount | Account) -> list[dict]:
+    """RewardAccountResponse's `expiring`: the next moments points would expire, from the
+    account's first page of lots."""
     if isinstance(account, Account):
         held = account.open_lots()
     else:
-        ids = {"company_id": company_id, "customer_id": customer_id}
+        ids = {"company_id": account.company_id, "customer_id": account.customer_id}
         held = [Lot(*row) for row in session.execute(FIRST_OPEN_LOTS, {**ids, "page": LOT_PAGE})]
-    return AccountStatement(customer_id, account.available, account.pending, account.reserved,
-                            account.updated_at,
-                            [{"expires_at": moment, "amount": amount}
-                             for moment, amount in lots.expiring(held, account.available)])
+    return [{"expires_at": moment, "amount": amount}
+            for moment, amount in lots.expiring(held, account.available)]
 
 
 def _promotion_end(expires_at: datetime | None, amount: int, now: datetime) -> datetime | None:
@@ -116,23 +134,15 @@ def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, 
                             **lifetime)
     else:
         entry = ledger.debit_available(account, -amount, type="ADJUSTMENT", now=now, basis=basis)
-    record_event(session, company_id, "reward.adjusted", adjustment_as_json(entry, account))
+    record_event(session, company_id, "reward.adjusted", ledger.adjustment_as_json(entry, account))
     return entry, account
-
-
-def adjustment_as_json(entry: dict, account: Account) -> dict:
-    """The adjustment as RewardAdjustmentResponse shows it."""
-    return {"id": entry["id"], "customerId": entry["customer_id"],
-            "amount": format_amount(entry["amount"]), "basis": entry["basis"],
-            "balance": Balance.of(account).as_json(),
-            "createdAt": format_timestamp(entry["created_at"])}
 
 
 def activities(session: Session, company_id: str, customer_id: str, *, offset: int, limit: int,
                now: datetime) -> tuple[list[dict], int]:
     """One page of the customer's ledger, newest first (each entry with its lot's expiresAt:
     null but for credits), and the number of entries."""
-    _account(session, company_id, customer_id, now)  # 404 for a stranger; matures what is due
+    get_account(session, company_id, customer_id, now)  # 404 for a stranger; matures what is due
     ids = {"company_id": company_id, "customer_id": customer_id}
     entries = [{**{column.key: getattr(entry, column.key) for column in LedgerEntry.__table__.c},
                 "expires_at": expires_at}
@@ -167,9 +177,12 @@ def shown_balances(session: Session, company_id: str, accounts: list[RewardAccou
     shown = {}
     for customer_id, stored in due.items():
         copy = Account(company_id, customer_id, stored.available, stored.pending, stored.reserved,
-                       stored.next_maturity_at, stored.updated_at, stored.next_expiry_at,
-                       stored.next_reminder_at, *program, lots=held[customer_id],
-                       lots_complete=True)
+                       stored.next_maturity_at, stored.updated_at,
+                       next_expiry_at=stored.next_expiry_at,
+                       next_reminder_at=stored.next_reminder_at,
+                       points_lifetime_days=program.points_lifetime_days,
+                       expiry_reminder_days=program.expiry_reminder_days,
+                       lots=held[customer_id], lots_complete=True)
         ledger.apply_maturity(copy, matured.get(customer_id, []))
         expiry.apply_expiry(copy, now)
         shown[customer_id] = Balance.of(copy)

@@ -62,7 +62,8 @@ _BULK_UPDATES = {
     accounts.SAVE: _from_arrays(
         "reward_accounts", {"company_id": "varchar", "customer_id": "varchar"},
         {"available": _MONEY, "pending": _MONEY, "reserved": _MONEY, "next_maturity_at": _MOMENT,
-         "next_expiry_at": _MOMENT, "next_reminder_at": _MOMENT, "updated_at": _MOMENT}),
+         "updated_at": _MOMENT, "spend": _MONEY, "spend_oldest_at": _MOMENT,
+         "birthday_due_on": "date", "next_expiry_at": _MOMENT, "next_reminder_at": _MOMENT}),
 }
 
 
