@@ -211,12 +211,12 @@ def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_
         summary = (f"accrual {wire.format_percent(program.accrual_bp)}%, max redeem "
                    f"{wire.format_percent(program.max_redeem_bp)}%, delay {program.accrual_delay_days} d, "
                    f"hold {program.hold_ttl_seconds} s, otp {program.enrollment_requires_otp}, "
-                   f"clawback {program.clawback_policy}, welcome "
+                   f"clawback {program.clawback_policy}, "
+                   f"points lifetime {_days(program.points_lifetime_days)}, "
+                   f"expiry reminder {_days(program.expiry_reminder_days)}, welcome "
                    f"{wire.format_amount(program.welcome_bonus)}, birthday "
                    f"{wire.format_amount(program.birthday_bonus)}, tier window "
-                   f"{program.tier_window_days or 'all time'}, "
-                   f"points lifetime {_days(program.points_lifetime_days)}, "
-                   f"expiry reminder {_days(program.expiry_reminder_days)}")
+                   f"{program.tier_window_days or 'all time'}")
     click.echo(summary)
 
 
