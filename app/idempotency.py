@@ -26,6 +26,10 @@ from app.services.unit_of_work import UnitOfWork
 
 HEADER = "Idempotency-Key"
 REPLAY_HEADER = "Idempotent-Replayed"
+# Why a create that issues a key or a signing secret refuses a key: the secret is stored only
+# as a digest or encrypted, so a replayable answer would be the one copy of it in the clear.
+SECRET_SHOWN_ONCE = ("the answer holds a secret shown once, so it is never stored for a replay; "
+                     "send this request without Idempotency-Key")
 
 _RECORDS = IdempotencyRecord.__table__
 _IDENT = (_RECORDS.c.company_id == bindparam("b_company_id"),
@@ -43,8 +47,10 @@ _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_stat
                                                    response_body=bindparam("b_response_body"))
 
 
-def _key(low: int, high: int) -> str:
+def _key(low: int, high: int, required: bool) -> str | None:
     key = request.headers.get(HEADER)
+    if key is None and not required:
+        return None
     if key is None:
         raise InvalidField(["header", HEADER], "Field required", "missing")
     if not low <= len(key) <= high:
@@ -74,11 +80,28 @@ def _replay(record, expected: str) -> Response:
     return response
 
 
-def idempotent(low: int, high: int):
+def refuse_key(reason: str):
+    """A create whose answer cannot be kept for a replay: a key sent is refused rather than
+    ignored, so no client believes its retry is safe."""
     def decorator(view):
         @wraps(view)
         def wrapper(*args, **kwargs):
-            key = _key(low, high)
+            if HEADER in request.headers:
+                raise InvalidField(["header", HEADER], reason, "idempotency_key_not_supported")
+            return view(*args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def idempotent(low: int, high: int, *, required: bool = True):
+    def decorator(view):
+        @wraps(view)
+        def wrapper(*args, **kwargs):
+            key = _key(low, high, required)
+            if key is None:  # an optional key not sent: the plain operation
+                return view(*args, **kwargs)
             session = request_session()
             work = UnitOfWork.of(session)
             operation = f"{request.method} {request.url_rule.rule}"

@@ -63,26 +63,45 @@ class Parser(FlaskParser):
         raise InvalidField(["body"], "the body is not valid JSON", "json_invalid")
 
 
+# The key a create honours when its client sends one (the spec requires none there): the
+# widest range the spec gives any operation, so a client's keys for other operations fit.
+OPTIONAL_KEY = (1, 128)
+_BY_METHOD = object()
+
+
 @dataclass(frozen=True)
 class Operation:
     scope: str | None
-    idempotency: tuple[int, int] | None
+    idempotency: tuple[int, int] | None  # the Idempotency-Key's length range where honoured
     group: str = "native"
+    key_required: bool = False
+    key_refused: str | None = None  # why a key would mean nothing here (sent: a 422)
 
 
 class Blueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = Parser()
 
-    def operation(self, *, scope: str | None, idempotency: tuple[int, int] | None = None,
+    def operation(self, *, scope: str | None, idempotency=_BY_METHOD, key_refused: str | None = None,
                   group: str = "native"):
-        """Declare an operation: its scope (None for the public probes and card routes), the
-        Idempotency-Key length range when it needs one, and its `x-group`."""
+        """Declare an operation: its scope (None for the public probes and card routes), its
+        Idempotency-Key and its `x-group`. `idempotency=(low, high)`: a required key. By
+        default a POST of a key holder (a create) honours an optional key of OPTIONAL_KEY's
+        length (CONTRACT §7), so a new create is idempotent without a word; `key_refused=why`
+        where its answer cannot be stored and replayed (a secret shown once)."""
 
         def decorator(func):
-            if idempotency is not None:
-                from app.idempotency import idempotent
-                func = idempotent(*idempotency)(func)
-            func._operation = Operation(scope=scope, idempotency=idempotency, group=group)
+            from app.idempotency import idempotent, refuse_key
+            required = idempotency is not _BY_METHOD and idempotency is not None
+            key_range = idempotency if required else None
+            if (idempotency is _BY_METHOD and func.__name__ == "post" and scope is not None
+                    and key_refused is None):
+                key_range = OPTIONAL_KEY
+            if key_refused is not None:
+                func = refuse_key(key_refused)(func)
+            elif key_range is not None:
+                func = idempotent(*key_range, required=required)(func)
+            func._operation = Operation(scope=scope, idempotency=key_range, group=group,
+                                        key_required=required, key_refused=key_refused)
             return func
 
         return decorator
@@ -176,6 +195,7 @@ def document_operations(api: Api, app: Flask) -> None:
         parameters.append(POS_KEY_HEADER)
         if operation.idempotency:
             low, high = operation.idempotency
-            parameters.append({"in": "header", "name": "Idempotency-Key", "required": True,
+            parameters.append({"in": "header", "name": "Idempotency-Key",
+                               "required": operation.key_required,
                                "schema": {"type": "string", "minLength": low, "maxLength": high}})
         doc.setdefault("responses", {})["422"] = VALIDATION_RESPONSE
