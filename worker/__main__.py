@@ -4,8 +4,9 @@ periodic upkeep. Several workers may run: a Redis lock lets one enqueue per inte
 It runs until it is stopped (CONTRACT §16). When Redis goes away the RQ loop ends or backs
 off; we start it again with backoff, so neither idle hours nor a Redis restart end the
 process. A job that meets a PostgreSQL restart fails, and the outbox sweep enqueues its work
-again. SIGTERM lets the running job finish and exits 0. Only settings that cannot work
-(exit 2) end it otherwise, so a supervisor restarts whatever did die.
+again. SIGTERM lets the running job finish and exits 0. Only a start that cannot work ends it
+otherwise: settings that cannot work (exit 2), or PostgreSQL or Redis not answering at start
+(one line naming which and where, exit 1), so a supervisor restarts it until they answer.
 
 Jobs run in the worker process itself (RQ's SimpleWorker): a job is a few short transactions
 and one HTTP request, and forking a child per job (RQ's default Worker), which then opens its
@@ -88,6 +89,7 @@ def serve(queue: Queue, stop: threading.Event,
 
 
 def main(worker_class: type[BaseWorker] = SimpleWorker) -> int:
+    from app.reach import first_unreachable
     from worker.context import worker_app
 
     try:
@@ -98,6 +100,10 @@ def main(worker_class: type[BaseWorker] = SimpleWorker) -> int:
     if not settings.redis_url:
         print("worker: REDIS_URL must be set", file=sys.stderr)
         return 2
+    unreachable = first_unreachable(worker_app())
+    if unreachable:
+        print(f"worker: {unreachable}", file=sys.stderr)
+        return 1
     queue = Queue(settings.rq_queue, connection=worker_redis(settings.redis_url))
     # The timer has a connection of its own: the worker's blocks in its dequeue.
     timer_queue = Queue(settings.rq_queue,

@@ -124,3 +124,31 @@ def test_maturing_commits_a_small_batch_of_accounts_at_a_time(app, tenant, db):
     assert matured_by_commit == [MATURE_BATCH, 2 * MATURE_BATCH, count]
     assert {a.available for a in db.scalars(select(RewardAccount))} == {100}
     assert verification.verify(db) == []
+
+
+def test_verify_reports_its_progress_batch_by_batch(app, tenant, other_tenant, db):
+    for n in range(3):
+        _customer(app, tenant.company_id, f"+7912000001{n}", credit=100)
+    corrupt = _customer(app, other_tenant.company_id, "+79120000020", credit=100)
+    _customer(app, other_tenant.company_id, "+79120000021")
+    db.execute(update(RewardAccount).where(RewardAccount.customer_id == corrupt)
+               .values(available=5))
+    db.commit()
+
+    result = app.test_cli_runner().invoke(args=["ledger", "verify", "--batch", "2"])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == ["verified 2 of 5 accounts", "verified 4 of 5 accounts",
+                                          "verified 5 of 5 accounts"]
+    assert result.stdout.splitlines() == [
+        f"{other_tenant.company_id} {corrupt} available: stored 5, computed 100",
+        "1 differences in 5 accounts"]
+    # Every batch size finds the same differences as one query over all.
+    for batch in (1, 2, 3, 4, 5, 6):
+        assert verification.verify(db, batch=batch) == verification.verify(db)
+        assert len(verification.verify(db, batch=batch)) == 1
+
+
+def test_verify_of_a_few_accounts_is_quiet_on_stderr(app, tenant):
+    _customer(app, tenant.company_id, "+79120000001", credit=1000)
+    result = app.test_cli_runner().invoke(args=["ledger", "verify", "--batch", "2"])
+    assert result.exit_code == 0 and result.stderr == ""
