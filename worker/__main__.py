@@ -4,8 +4,9 @@ periodic upkeep. Several workers may run: a Redis lock lets one enqueue per inte
 It runs until it is stopped (CONTRACT §16). When Redis goes away the RQ loop ends or backs
 off; we start it again with backoff, so neither idle hours nor a Redis restart end the
 process. A job that meets a PostgreSQL restart fails, and the outbox sweep enqueues its work
-again. SIGTERM lets the running job finish and exits 0. Only a start that cannot work ends it
-otherwise: settings that cannot work (exit 2), or PostgreSQL or Redis not answering at start
+again. Each start of RQ's loop first takes up what a stopped worker or an outage left
+waiting. SIGTERM lets the running job finish and exits 0. Only a start that cannot work ends
+it otherwise: settings that cannot work (exit 2), or PostgreSQL or Redis not answering at start
 (one line naming which and where, exit 1), so a supervisor restarts it until they answer.
 
 Jobs run in the worker process itself (RQ's SimpleWorker): a job is a few short transactions
@@ -18,18 +19,22 @@ import logging
 import signal
 import sys
 import threading
+import time
 
-from redis import Redis
+from redis import ConnectionPool, Redis
 from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker
 from rq.worker import BaseWorker
 
 from app.config import ConfigError
+from app.delivery_queue import FAILURE_TTL
 
 log = logging.getLogger("worker")
 PERIODIC_JOB = "worker.periodic.run_periodic_tasks"
+TAKE_UP_JOB = "worker.jobs.take_up_waiting_work"
 UPKEEP_JOB_TIMEOUT = 600
 LONGEST_BACKOFF = 30.0
+REDIS_RETRY_MOST = 5.0
 
 
 def periodic_lock_key(queue_name: str) -> str:
@@ -70,11 +75,15 @@ def _stop_on_signals(stop: threading.Event) -> None:
 def serve(queue: Queue, stop: threading.Event,
           worker_class: type[BaseWorker] = SimpleWorker) -> None:
     """RQ's loop, started again whenever it ends without being asked to stop."""
-    backoff = 1.0
+    backoff, probe = 1.0, _probe(queue.connection)
     while not stop.is_set():
         worker, worked = None, False
         try:  # RQ speaks to Redis from the constructor on, before its loop catches anything
             worker = worker_class([queue], connection=queue.connection)
+            # RQ's own reconnect backoff grows to 60 s; events wait on it after Redis returns.
+            worker.max_connection_wait_time = REDIS_RETRY_MOST
+            # First what a stopped worker or an outage left: see take_up_waiting_work.
+            queue.enqueue(TAKE_UP_JOB, at_front=True, result_ttl=0, failure_ttl=FAILURE_TTL)
             worked = worker.work(with_scheduler=True)
         except RedisError as error:
             log.warning("Redis unreachable (%s)", error)
@@ -84,8 +93,35 @@ def serve(queue: Queue, stop: threading.Event,
             return  # SIGTERM: the running job has finished
         _stop_on_signals(stop)
         backoff = 1.0 if worked else min(backoff * 2, LONGEST_BACKOFF)
-        log.warning("the RQ loop ended; starting it again in %.0f s", backoff)
-        stop.wait(backoff)
+        log.warning("the RQ loop ended; starting it again within %.0f s", backoff)
+        _wait_for_redis(probe, stop, backoff)
+
+
+def _wait_for_redis(connection: Redis, stop: threading.Event, most: float) -> None:
+    """Wait out the backoff, which keeps an outage's log short, unless Redis is away now and
+    comes back first: events are waiting for it, and a step can be 30 s."""
+    if _answers(connection):  # the loop ended for another reason: the whole backoff
+        stop.wait(most)
+        return
+    deadline = time.monotonic() + most
+    while not stop.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline or _answers(connection):
+            return
+
+
+def _probe(connection: Redis) -> Redis:
+    """The worker's connection settings with a read timeout: a Redis that accepts but does
+    not answer must not hang the wait."""
+    pool = connection.connection_pool
+    return Redis(connection_pool=ConnectionPool(connection_class=pool.connection_class,
+                                                **dict(pool.connection_kwargs, socket_timeout=5)))
+
+
+def _answers(connection: Redis) -> bool:
+    try:
+        return bool(connection.ping())
+    except RedisError:
+        return False
 
 
 def main(worker_class: type[BaseWorker] = SimpleWorker) -> int:

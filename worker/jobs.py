@@ -47,6 +47,20 @@ def dispatch_events() -> int:
     return taken
 
 
+def take_up_waiting_work() -> int:
+    """A worker's loop has (re)started: enqueue every delivery due now and dispatch every event
+    waiting. A worker stopped between taking a job from Redis and running it loses that job,
+    and a Redis outage loses the enqueues made meanwhile; a lost dispatch run also leaves its
+    request standing, which holds back the next. Without this, that work waits for the sweep's
+    ages (10 s for events, 60 s for deliveries) plus its interval. A job run twice costs only
+    a refused claim: every attempt claims its delivery first."""
+    app = worker_app()
+    with job_session(app) as session:
+        due = delivery.overdue_deliveries(session, due_before=utcnow(), limit=SWEEP_BATCH)
+    enqueue_deliveries(app.config["SETTINGS"], due)
+    return len(due) + dispatch_events()
+
+
 @contextmanager
 def _delivery_session(app: Flask):
     """A job session whose commit does not wait for the disk on PostgreSQL. Losing the last

@@ -30,6 +30,7 @@ from app.delivery_queue import dispatch_flag_key
 from app.delivery_queue import hand_over_events
 from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.services.errors import Conflict
+from app.services.webhooks.delivery import dispatch_pending
 from app.services.webhooks.outbox import EVENT_TYPES, record_event
 from tests.conftest import TEST_PEPPER
 from worker.__main__ import PERIODIC_JOB, periodic_lock_key
@@ -106,10 +107,8 @@ class Workers:
     def _start(self, allow_private: bool) -> WorkerProcess:
         # A killed worker leaves its scheduler lock behind, and the periodic lock would hold
         # back the upkeep (with its outbox sweep) that a new worker runs at once.
-        # A dispatch requested of a queue emptied since would hold back the next request.
         self.redis.delete(periodic_lock_key(self.settings.rq_queue),
-                          f"rq:scheduler-lock:{self.settings.rq_queue}",
-                          dispatch_flag_key(self.settings))
+                          f"rq:scheduler-lock:{self.settings.rq_queue}")
         env = {
             **os.environ,
             "DATABASE_URL": self.settings.database_url,
@@ -137,10 +136,14 @@ class Workers:
         """What the worker's timer does every interval: enqueue the periodic tasks."""
         self.queue.enqueue(PERIODIC_JOB)
 
-    def stop(self) -> None:
+    def stop_all(self) -> None:
         for worker in self.started:
             if worker.alive:
                 worker.kill()
+
+    def stop(self) -> None:
+        self.stop_all()
+        for worker in self.started:
             if os.environ.get("SHOW_WORKER_LOG"):
                 print(worker.log.read_text(errors="replace"))
         self.redis.close()
@@ -486,6 +489,30 @@ def test_event_committed_but_never_enqueued_is_swept(app, client, tenant, receiv
     [hit] = eventually(lambda: hits_at(receiver, "/ok"), "the swept event delivered", [worker])
     assert hit.headers["webhook-id"] == event_id
     assert verified(secret, hit)["type"] == "catalog.synced"
+
+
+def test_a_starting_worker_takes_up_the_work_lost_jobs_left(app, client, tenant, receiver,
+                                                             workers):
+    """A worker stopped between taking a job and running it loses the job: a lost dispatch run
+    leaves its request standing, and a lost delivery job leaves a delivery due. Both are fresh,
+    younger than the sweep's ages; the next worker to start takes them up at once."""
+    allow_loopback(app)
+    register(client, tenant, receiver.url("/ok"))
+    workers.stop_all()
+    stranded = commit_event(app, tenant.company_id, "catalog.synced",
+                            SAMPLE_DATA["catalog.synced"], enqueue=False)
+    with app.extensions["session_factory"]() as session:  # dispatched, its delivery job lost
+        dispatch_pending(session, now=utcnow(), limit=10)
+        session.commit()
+    workers.redis.set(dispatch_flag_key(workers.settings), "1", ex=60)  # a lost run's request
+    held_back = commit_event(app, tenant.company_id, "reward.adjusted",
+                             SAMPLE_DATA["reward.adjusted"])
+    assert workers.queue.count == 0
+
+    worker = workers.running()
+    hits = eventually(lambda: len(hits_at(receiver, "/ok")) >= 2 and hits_at(receiver, "/ok"),
+                      "both delivered by the starting worker", [worker])
+    assert sorted(hit.headers["webhook-id"] for hit in hits) == sorted([stranded, held_back])
 
 
 @pytest.fixture
