@@ -115,7 +115,7 @@ def _current_lease(per_key: PerKeyLimit, response: Response) -> Lease | None:
     except Exception as error:  # the store went away since the count: no figures to give
         log.warning("rate limit figures unavailable: %s", error)
         return None
-    if limit.breached or response.status_code == 429:
+    if limit.breached:
         return Lease(0, 0, reset_at)
     return per_key.take_lease(g.principal.credential_id, remaining, reset_at)
 
@@ -130,13 +130,14 @@ def _advertise(response: Response) -> Response:
     reset_in = min(per_key.window, max(1, math.ceil(lease.reset_at - time.time())))
     response.headers["RateLimit-Policy"] = f'"{POLICY}";q={per_key.amount};w={per_key.window}'
     response.headers["RateLimit"] = f'"{POLICY}";r={lease.remaining + lease.left};t={reset_in}'
-    if response.status_code == 429:
+    if g.get("rate_limited"):  # not another 429, such as an OTP cooldown's with its own wait
         response.headers["Retry-After"] = str(reset_in)
     return response
 
 
 def _too_many_requests(error: RateLimitExceeded):
     # Retry-After is set with the other figures (_advertise); 1 s if they cannot be had.
+    g.rate_limited = True
     return error_body(429, "rate_limited",
                       f"too many requests for this API key (at most {error.limit.limit})",
                       {"Retry-After": "1"})

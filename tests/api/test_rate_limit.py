@@ -146,3 +146,15 @@ def test_a_redis_stopped_under_load_fails_no_request(settings, tenant, caplog):
         answers = [get_company(app, tenant) for _ in range(3)]
     assert {a.status_code for a in answers} == {200}
     assert any("falling back to in-memory" in r.getMessage() for r in caplog.records)
+
+
+def test_another_429_keeps_its_own_retry_after(settings, tenant):
+    """An OTP cooldown is a 429 of its own: its wait is the cooldown's, not the key's window."""
+    app = create_app(replace(settings, api_rate_limit="1000/hour"))
+    client = app.test_client()
+    body = {"phone": "+79161234567", "purpose": "ENROLLMENT"}
+    assert client.post("/v1/otp-challenges", json=body, headers=tenant.headers()).status_code == 201
+    again = client.post("/v1/otp-challenges", json=body, headers=tenant.headers())
+    assert again.status_code == 429
+    assert 1 <= int(again.headers["Retry-After"]) <= 60  # the window would say about 3600
+    assert again.headers["RateLimit"].startswith('"per-key";r=998;')
