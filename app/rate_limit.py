@@ -33,6 +33,7 @@ from app.errors import error_body
 log = logging.getLogger("app.rate_limit")
 POLICY = "per-key"  # the policy's name in the RateLimit headers
 LEASE_MOST = 50
+KEPT_LEASES = 10_000  # past this many keys, a process forgets the leases whose window ended
 # A limiter's store that is slow or away must not hold a register up: a short connect and
 # answer, no retries (redis-py's default retries back off for seconds); on failure the
 # request is counted in memory instead.
@@ -69,6 +70,10 @@ class PerKeyLimit:
     def take_lease(self, credential_id: str, remaining: int, reset_at: float) -> Lease:
         lease = Lease(self.lease_size - 1, remaining, reset_at)
         with self.lock:
+            if len(self.leases) >= KEPT_LEASES:  # keys seen once a long time ago go
+                now = time.time()
+                self.leases = {key: kept for key, kept in self.leases.items()
+                               if kept.reset_at > now}
             self.leases[credential_id] = lease
         return lease
 

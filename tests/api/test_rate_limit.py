@@ -4,6 +4,7 @@ store is away."""
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 
 import pytest
@@ -158,3 +159,16 @@ def test_another_429_keeps_its_own_retry_after(settings, tenant):
     assert again.status_code == 429
     assert 1 <= int(again.headers["Retry-After"]) <= 60  # the window would say about 3600
     assert again.headers["RateLimit"].startswith('"per-key";r=998;')
+
+
+def test_a_process_forgets_leases_whose_window_ended(settings, monkeypatch):
+    from app import rate_limit
+
+    monkeypatch.setattr(rate_limit, "KEPT_LEASES", 2)
+    per_key = create_app(replace(settings, api_rate_limit="6000/minute")).extensions["rate_limit"]
+    per_key.take_lease("gone", 10, reset_at=0)
+    per_key.take_lease("kept", 10, reset_at=time.time() + 60)
+    per_key.take_lease("new", 10, reset_at=time.time() + 60)
+    assert set(per_key.leases) == {"kept", "new"}
+    assert per_key.serve_from_lease("gone") is None
+    assert per_key.serve_from_lease("kept").left == per_key.lease_size - 2
