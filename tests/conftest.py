@@ -24,6 +24,7 @@ from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
 from app.services.unit_of_work import WorkSession
 from tests.customer_names import names_out_of_step
+from tests.documented_errors import record_error_answers, undocumented
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 SUITE_DATABASE_URL = normalise_database_url(os.environ.get("DATABASE_URL", ""))
@@ -97,7 +98,23 @@ def settings(database_url):
 
 @pytest.fixture(scope="session")
 def app(settings):
-    return create_app(settings)
+    app = create_app(settings)
+    record_error_answers(app)
+    _APPS.append(app)
+    return app
+
+
+_APPS: list = []
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The errors the suite met, each listed in the interface document (tests/documented_errors)."""
+    missing = [line for app in _APPS for line in undocumented(app)]
+    if missing:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line("answers the interface document does not list:\n  "
+                            + "\n  ".join(missing), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@ operation declares its scope, idempotency range and interface-document markers.
 
     @blp.route("/company")
     class CompanyView(MethodView):
-        @blp.operation(scope="company:read")
+        @blp.operation("getCompany", scope="company:read")
         @blp.response(200, CompanyResponse)
         def get(self): ...
 
@@ -13,7 +13,6 @@ operation declares its scope, idempotency range and interface-document markers.
 from __future__ import annotations
 
 import http
-import re
 from dataclasses import dataclass
 from functools import wraps
 
@@ -34,19 +33,37 @@ class Schema(ma.Schema):
         unknown = ma.RAISE
 
 
-class ValidationErrorItem(Schema):
-    loc = ma.fields.List(ma.fields.Raw(), required=True)
+class ResponseSchema(ma.Schema):
+    """Response schemas leave the document open to fields we add later (no
+    `additionalProperties: false`), so a strict client keeps working when an answer grows.
+    Answers are only dumped; the tests that load them ask for RAISE themselves."""
+
+    class Meta:
+        unknown = ma.EXCLUDE
+
+
+class ValidationErrorItem(ResponseSchema):
+    # Field names as strings, list positions as integers (CONTRACT §2).
+    loc = ma.fields.List(ma.fields.Raw(metadata={"anyOf": [{"type": "string"},
+                                                           {"type": "integer"}]}), required=True)
     msg = ma.fields.String(required=True)
     type = ma.fields.String(required=True)
 
 
-class HTTPValidationError(Schema):
+class HTTPValidationError(ResponseSchema):
     detail = ma.fields.List(ma.fields.Nested(ValidationErrorItem), required=True)
 
 
-class ErrorResponse(Schema):
+class ErrorResponse(ResponseSchema):
     detail = ma.fields.String(required=True)
     code = ma.fields.String(required=True)
+
+
+class CustomerExistsError(ErrorResponse):
+    """The 409 of an enrolment (or of its OTP challenge): `customerId` is there when the code
+    is `customer_exists`, so a register retrying an enrolment learns the customer."""
+
+    customerId = ma.fields.String(metadata={"description": "Only with customer_exists"})
 
 
 class Parser(FlaskParser):
@@ -71,9 +88,11 @@ _BY_METHOD = object()
 
 @dataclass(frozen=True)
 class Operation:
+    operation_id: str
     scope: str | None
     idempotency: tuple[int, int] | None  # the Idempotency-Key's length range where honoured
     group: str = "native"
+    errors: tuple[str, ...] = ()
     key_required: bool = False
     key_refused: str | None = None  # why a key would mean nothing here (sent: a 422)
 
@@ -81,13 +100,19 @@ class Operation:
 class Blueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = Parser()
 
-    def operation(self, *, scope: str | None, idempotency=_BY_METHOD, key_refused: str | None = None,
-                  group: str = "native"):
-        """Declare an operation: its scope (None for the public probes and card routes), its
-        Idempotency-Key and its `x-group`. `idempotency=(low, high)`: a required key. By
-        default a POST of a key holder (a create) honours an optional key of OPTIONAL_KEY's
-        length (CONTRACT §7), so a new create is idempotent without a word; `key_refused=why`
-        where its answer cannot be stored and replayed (a secret shown once)."""
+    def operation(self, operation_id: str, *, scope: str | None, idempotency=_BY_METHOD,
+                  key_refused: str | None = None, group: str = "native",
+                  errors: tuple[str, ...] = ()):
+        """Declare an operation: its `operationId` (a camelCase verb: generated clients name
+        their functions by it), its scope (None for the public probes and card routes), its
+        Idempotency-Key, its `x-group`, and the error codes its own rules answer with
+        (`app.api.error_codes`; those every operation of its kind can answer, such as 401 or
+        404 for a path id, are added by `app.api.document`).
+
+        `idempotency=(low, high)`: a required key. By default a POST of a key holder (a
+        create) honours an optional key of OPTIONAL_KEY's length (CONTRACT §7), so a new
+        create is idempotent without a word; `key_refused=why` where its answer cannot be
+        stored and replayed (a secret shown once): a key sent is a 422."""
 
         def decorator(func):
             from app.idempotency import idempotent, refuse_key
@@ -100,7 +125,8 @@ class Blueprint(flask_smorest.Blueprint):
                 func = refuse_key(key_refused)(func)
             elif key_range is not None:
                 func = idempotent(*key_range, required=required)(func)
-            func._operation = Operation(scope=scope, idempotency=key_range, group=group,
+            func._operation = Operation(operation_id=operation_id, scope=scope,
+                                        idempotency=key_range, group=group, errors=tuple(errors),
                                         key_required=required, key_refused=key_refused)
             return func
 
@@ -136,7 +162,8 @@ class Api(flask_smorest.Api):
                 response["content"] = {"application/json": {"schema": schema}}
             self.spec.components.response(status.name, response, lazy=True)
         self.spec.components.response("DEFAULT_ERROR", {
-            "description": "Error", "content": {"application/json": {"schema": ErrorResponse}}},
+            "description": "Error", "content": {"application/json": {"schema": ErrorResponse}},
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}},
             lazy=True)
 
     def handle_http_exception(self, error):
@@ -165,37 +192,3 @@ def operations(app: Flask):
 def current_operation() -> Operation | None:
     from flask import current_app
     return declared_operation(current_app, request.endpoint, request.method)
-
-
-_RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-POS_KEY_HEADER = {"in": "header", "name": "X-Loyalty-Pos-Key", "required": False,
-                  "schema": {"type": "string", "maxLength": 128}}
-VALIDATION_RESPONSE = {"description": "Validation error", "content": {"application/json": {
-    "schema": {"$ref": "#/components/schemas/HTTPValidationError"}}}}
-
-
-def document_operations(api: Api, app: Flask) -> None:
-    """Write each declared operation's markers, headers and security into the interface
-    document (CONTRACT §10), from the same declarations that `app.auth` enforces."""
-    if "HTTPValidationError" not in api.spec.components.schemas:
-        api.spec.components.schema("HTTPValidationError", schema=HTTPValidationError)
-    api.spec.components.security_scheme("bearerAuth", {"type": "http", "scheme": "bearer"})
-    paths = api.spec._paths  # apispec keeps no public way to amend a registered path
-    for method, rule, operation in operations(app):
-        doc = paths.get(_RULE_ARGUMENT.sub(r"{\1}", rule), {}).get(method.lower())
-        if doc is None:
-            continue
-        doc["x-group"] = operation.group
-        doc["x-readiness"] = "READY"
-        if operation.scope is None:
-            continue
-        doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
-                    "security": [{"bearerAuth": []}]})
-        parameters = doc.setdefault("parameters", [])
-        parameters.append(POS_KEY_HEADER)
-        if operation.idempotency:
-            low, high = operation.idempotency
-            parameters.append({"in": "header", "name": "Idempotency-Key",
-                               "required": operation.key_required,
-                               "schema": {"type": "string", "minLength": low, "maxLength": high}})
-        doc.setdefault("responses", {})["422"] = VALIDATION_RESPONSE

@@ -9,7 +9,7 @@ from flask import Response, current_app, render_template, request
 from flask.views import MethodView
 from markupsafe import Markup
 
-from app.api.base import Blueprint, ErrorResponse
+from app.api.base import Blueprint
 from app.db import request_session, utcnow
 from app.services.cards import card_page, identifiers
 from app.services.cards.wallet_pass import PassSigner
@@ -68,11 +68,9 @@ def wallet_signer() -> PassSigner | None:
 
 @blp.route("/<token>")
 class CardPage(MethodView):
-    @blp.operation(scope=None)
+    @blp.operation("getCardPage", scope=None)
     @blp.response(200, {"type": "string"}, content_type="text/html",
                   description="The card page: barcode, balance, stores, Add to Apple Wallet")
-    @blp.alt_response(404, schema=ErrorResponse,
-                      description="Unknown token (an HTML page when the client prefers text/html)")
     def get(self, token):
         """The customer's card as a small mobile web page."""
         card = _open_card(token)
@@ -96,12 +94,9 @@ class CardPage(MethodView):
 
 @blp.route("/<token>.pkpass")
 class CardPass(MethodView):
-    @blp.operation(scope=None)
+    @blp.operation("getCardPass", scope=None, errors=("wallet_not_configured",))
     @blp.response(200, {"type": "string", "format": "binary"}, content_type=PKPASS_MEDIA_TYPE,
                   description="An Apple Wallet store card")
-    @blp.alt_response(404, schema=ErrorResponse, description="Unknown token")
-    @blp.alt_response(503, schema=ErrorResponse,
-                      description="wallet_not_configured: no pass certificate on this server")
     def get(self, token):
         """The customer's card as an Apple Wallet pass (.pkpass)."""
         card = _open_card(token)

@@ -14,7 +14,7 @@ blp = Blueprint("cashiers", __name__, url_prefix="/v1", description="Cashier cat
 
 @blp.route("/cashiers")
 class Cashiers(MethodView):
-    @blp.operation(scope="locations:read")
+    @blp.operation("listCashiers", scope="locations:read")
     @blp.arguments(CashierListArgs, location="query")
     @blp.response(200, CashierListResponse)
     def get(self, args):

@@ -1,6 +1,6 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema
 from app.api.fields import Timestamp
 from app.api.paging import PageArgs, page_schema
 
@@ -10,7 +10,7 @@ class CashierListArgs(PageArgs):
                              metadata={"description": "part of the name, any case"})
 
 
-class CashierResponse(Schema):
+class CashierResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     externalId = ma.fields.String(attribute="external_id", required=True)
     name = ma.fields.String(required=True)

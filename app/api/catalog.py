@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import g
 from flask.views import MethodView
 
-from app.api.base import Blueprint, ErrorResponse
+from app.api.base import Blueprint
 from app.api.catalog_schemas import CatalogSyncRequest, CatalogSyncResponse
 from app.db import request_session, utcnow
 from app.services.locations import catalog
@@ -14,10 +14,10 @@ blp = Blueprint("catalog", __name__, url_prefix="/v1", description="Product cata
 
 @blp.route("/catalog-syncs")
 class CatalogSyncs(MethodView):
-    @blp.operation(scope="products:write", idempotency=(1, 128))
+    @blp.operation("syncCatalog", scope="products:write", idempotency=(1, 128),
+                   errors=("not_found",))
     @blp.arguments(CatalogSyncRequest)
     @blp.response(201, CatalogSyncResponse)
-    @blp.alt_response(404, schema=ErrorResponse, description="No such store in the company")
     def post(self, body):
         """Replace the store's catalog with this snapshot: listed items are created or updated,
         absent ones removed; the counts say which."""

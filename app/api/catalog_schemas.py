@@ -2,7 +2,7 @@ import re
 
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
 from app.api.fields import MAX_AMOUNT, Amount, Timestamp, no_nul
 from app.services.locations.catalog import MAX_ITEMS, CatalogEntry
 
@@ -109,7 +109,7 @@ class CatalogSyncRequest(Schema):
                                                       "which removes every product"})
 
 
-class CatalogSyncResponse(Schema):
+class CatalogSyncResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     storeId = ma.fields.String(attribute="store_id", required=True)
     received = ma.fields.Integer(required=True)

@@ -20,6 +20,8 @@ from app.services.checkout import holds, quotes, sales, sessions
 
 blp = Blueprint("checkout", __name__, url_prefix="/v1", description="Checkout at the register")
 CHECKOUT = {"scope": "checkout:write", "idempotency": (8, 100)}
+# A hold or a commit, never while the subscription is stopped.
+REDEMPTION_ERRORS = ("subscription_inactive", "invalid_state")
 # Request schemas are given as instances: built once, not per request (with their nested
 # schemas), which is a good part of parsing a receipt.
 
@@ -32,7 +34,8 @@ def sent(resource, status: int) -> Response:
 
 @blp.route("/checkout-sessions")
 class CheckoutSessions(MethodView):
-    @blp.operation(**CHECKOUT)
+    @blp.operation("createCheckoutSession", **CHECKOUT,
+                   errors=("not_found", "terminal_inactive", "receipt_already_committed"))
     @blp.arguments(CreateCheckoutSessionRequest())
     @blp.response(201, CheckoutSessionResponse)
     def post(self, body):
@@ -44,7 +47,7 @@ class CheckoutSessions(MethodView):
 
 @blp.route("/checkout-sessions/<checkout_session_id>/quote")
 class Quote(MethodView):
-    @blp.operation(**CHECKOUT)
+    @blp.operation("quoteReceipt", **CHECKOUT, errors=("invalid_state",))
     @blp.arguments(CreateQuoteRequest())
     @blp.response(201, QuoteResponse)
     def post(self, body, checkout_session_id):
@@ -57,7 +60,8 @@ class Quote(MethodView):
 
 @blp.route("/checkout-sessions/<checkout_session_id>/hold")
 class HoldOfSession(MethodView):
-    @blp.operation(**CHECKOUT)
+    @blp.operation("placeHold", **CHECKOUT,
+                   errors=(*REDEMPTION_ERRORS, "hold_already_active", "insufficient_balance"))
     @blp.arguments(CreateHoldRequest())
     @blp.response(201, HoldResponse)
     def post(self, body, checkout_session_id):
@@ -67,7 +71,7 @@ class HoldOfSession(MethodView):
                                      quote_id=body["quote_id"], amount=body["amount"],
                                      now=utcnow()), 201)
 
-    @blp.operation(**CHECKOUT)
+    @blp.operation("releaseHold", **CHECKOUT, errors=("invalid_state",))
     @blp.arguments(ReleaseHoldRequest())
     @blp.response(200, HoldResponse)
     def delete(self, body, checkout_session_id):
@@ -78,7 +82,8 @@ class HoldOfSession(MethodView):
 
 @blp.route("/checkout-sessions/<checkout_session_id>/commit")
 class Commit(MethodView):
-    @blp.operation(**CHECKOUT)
+    @blp.operation("commitSale", **CHECKOUT,
+                   errors=(*REDEMPTION_ERRORS, "receipt_already_committed"))
     @blp.arguments(CommitSaleRequest())
     @blp.response(201, SaleResponse)
     def post(self, body, checkout_session_id):

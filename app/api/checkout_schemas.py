@@ -5,7 +5,8 @@ the response schemas here document those shapes for the interface document.
 """
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
+from app.api.enums import Choice
 from app.api.fields import MAX_AMOUNT, Amount, Quantity, Timestamp, no_nul
 from app.models.checkout import HOLD_STATES, SALE_STATES, SESSION_STATES
 
@@ -82,37 +83,35 @@ class CommitSaleRequest(Schema):
 
 # Responses (documentation of the resources' shapes)
 
-class CheckoutSessionResponse(Schema):
+class CheckoutSessionResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     externalReceiptId = ma.fields.String(attribute="external_receipt_id", required=True)
     customerId = ma.fields.String(attribute="customer_id", required=True)
     terminalId = ma.fields.String(attribute="terminal_id", required=True, allow_none=True)
     storeId = ma.fields.String(attribute="store_id", required=True, allow_none=True)
     cashierId = ma.fields.String(attribute="cashier_id", required=True, allow_none=True)
-    state = ma.fields.String(required=True, validate=ma.validate.OneOf(SESSION_STATES))
+    state = Choice("CheckoutSessionState", SESSION_STATES, required=True)
     expiresAt = Timestamp(attribute="expires_at", required=True,
                           metadata={"description": "createdAt + 24 h"})
     createdAt = Timestamp(attribute="created_at", required=True)
 
 
-class QuoteLineResponse(Schema):
+class QuoteLineResponse(ResponseSchema):
     lineId = ma.fields.String(attribute="line_id", required=True)
     amount = Amount(required=True)
     redeemable = Amount(required=True)
     discount = Amount(required=True)
     accrual = Amount(required=True)
-    restriction = ma.fields.String(required=True, allow_none=True,
-                                   validate=ma.validate.OneOf(["ITEM_NOT_REDEEMABLE"]))
+    restriction = Choice("LineRestriction", ["ITEM_NOT_REDEEMABLE"], required=True, allow_none=True)
 
 
-class QuoteRedemption(Schema):
+class QuoteRedemption(ResponseSchema):
     allowed = ma.fields.Boolean(required=True)
-    restrictionReason = ma.fields.String(attribute="restriction_reason", required=True,
-                                         allow_none=True,
-                                         validate=ma.validate.OneOf(RESTRICTION_REASONS))
+    restrictionReason = Choice("RedemptionRestriction", RESTRICTION_REASONS,
+                               attribute="restriction_reason", required=True, allow_none=True)
 
 
-class QuoteResponse(Schema):
+class QuoteResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     checkoutSessionId = ma.fields.String(attribute="checkout_session_id", required=True)
     lines = ma.fields.List(ma.fields.Nested(QuoteLineResponse), required=True)
@@ -124,18 +123,18 @@ class QuoteResponse(Schema):
     createdAt = Timestamp(attribute="created_at", required=True)
 
 
-class HoldResponse(Schema):
+class HoldResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     checkoutSessionId = ma.fields.String(attribute="checkout_session_id", required=True)
     customerId = ma.fields.String(attribute="customer_id", required=True)
     amount = Amount(required=True)
-    state = ma.fields.String(required=True, validate=ma.validate.OneOf(HOLD_STATES))
+    state = Choice("HoldState", HOLD_STATES, required=True)
     expiresAt = Timestamp(attribute="expires_at", required=True)
     createdAt = Timestamp(attribute="created_at", required=True)
     releasedAt = Timestamp(attribute="released_at", required=True, allow_none=True)
 
 
-class SaleLineResponse(Schema):
+class SaleLineResponse(ResponseSchema):
     lineId = ma.fields.String(attribute="line_id", required=True)
     sku = ma.fields.String(required=True, allow_none=True)
     quantity = Quantity(required=True)
@@ -146,12 +145,12 @@ class SaleLineResponse(Schema):
                                 metadata={"description": "Returned so far; 0.000 until a return"})
 
 
-class SaleResponse(Schema):
+class SaleResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     checkoutSessionId = ma.fields.String(attribute="checkout_session_id", required=True)
     externalReceiptId = ma.fields.String(attribute="external_receipt_id", required=True)
     customerId = ma.fields.String(attribute="customer_id", required=True)
-    state = ma.fields.String(required=True, validate=ma.validate.OneOf(SALE_STATES))
+    state = Choice("SaleState", SALE_STATES, required=True)
     totalAmount = Amount(attribute="total_amount", required=True)
     redeemed = Amount(required=True)
     accrued = Amount(required=True)

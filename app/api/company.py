@@ -14,7 +14,7 @@ blp = Blueprint("company", __name__, url_prefix="/v1", description="Company, pro
 
 @blp.route("/company")
 class CompanyView(MethodView):
-    @blp.operation(scope="company:read")
+    @blp.operation("getCompany", scope="company:read")
     @blp.response(200, CompanyResponse)
     def get(self):
         """The company the key belongs to."""
@@ -23,7 +23,7 @@ class CompanyView(MethodView):
 
 @blp.route("/program")
 class ProgramView(MethodView):
-    @blp.operation(scope="program:read")
+    @blp.operation("getProgram", scope="program:read")
     @blp.response(200, ProgramResponse)
     def get(self):
         """The loyalty program: percents, delays, hold life, enrolment and clawback policy."""
@@ -32,7 +32,7 @@ class ProgramView(MethodView):
 
 @blp.route("/subscription")
 class SubscriptionView(MethodView):
-    @blp.operation(scope="subscription:read")
+    @blp.operation("getSubscription", scope="subscription:read")
     @blp.response(200, SubscriptionResponse)
     def get(self):
         """Tariff, register limit, active terminals, status and access dates."""

@@ -21,7 +21,7 @@ def _issued(credential, key):
 
 @blp.route("/api-credentials")
 class Credentials(MethodView):
-    @blp.operation(scope="credentials:write", key_refused=SECRET_SHOWN_ONCE)
+    @blp.operation("issueCredential", scope="credentials:write", key_refused=SECRET_SHOWN_ONCE)
     @blp.arguments(CreateCredentialRequest)
     @blp.response(201, IssuedCredentialResponse)
     def post(self, body):
@@ -32,7 +32,7 @@ class Credentials(MethodView):
             granted_by=g.principal.scopes)
         return _issued(credential, key)
 
-    @blp.operation(scope="credentials:read")
+    @blp.operation("listCredentials", scope="credentials:read")
     @blp.response(200, CredentialListResponse)
     def get(self):
         """The company's keys: metadata only, revoked ones included."""
@@ -41,7 +41,7 @@ class Credentials(MethodView):
 
 @blp.route("/api-credentials/<credential_id>/rotate")
 class CredentialRotation(MethodView):
-    @blp.operation(scope="credentials:write", key_refused=SECRET_SHOWN_ONCE)
+    @blp.operation("rotateCredential", scope="credentials:write", key_refused=SECRET_SHOWN_ONCE)
     @blp.arguments(RotateCredentialRequest, required=False)
     @blp.response(201, IssuedCredentialResponse)
     def post(self, body, credential_id):
@@ -56,7 +56,7 @@ class CredentialRotation(MethodView):
 
 @blp.route("/api-credentials/<credential_id>")
 class CredentialById(MethodView):
-    @blp.operation(scope="credentials:write")
+    @blp.operation("revokeCredential", scope="credentials:write")
     @blp.response(204)
     def delete(self, credential_id):
         """Revoke at once."""

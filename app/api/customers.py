@@ -24,7 +24,8 @@ def present(found: profiles.CustomerBalance) -> dict:
 
 @blp.route("/customers")
 class Customers(MethodView):
-    @blp.operation(scope="customers:write")
+    @blp.operation("createCustomer", scope="customers:write",
+                   errors=("customer_exists", "enrollment_challenge_required"))
     @blp.arguments(CreateCustomerRequest)
     @blp.response(201, CustomerResponse)
     def post(self, body):
@@ -36,7 +37,7 @@ class Customers(MethodView):
             public_base_url=_public_base_url(), now=utcnow())
         return present(created)
 
-    @blp.operation(scope="customers:read")
+    @blp.operation("listCustomers", scope="customers:read")
     @blp.arguments(CustomerDirectoryArgs, location="query")
     @blp.response(200, CustomerDirectoryResponse)
     def get(self, args):
@@ -51,7 +52,7 @@ class Customers(MethodView):
 
 @blp.route("/customers/search")
 class CustomerSearch(MethodView):
-    @blp.operation(scope="customers:read")
+    @blp.operation("findCustomerByPhone", scope="customers:read", errors=("not_found",))
     @blp.arguments(CustomerSearchArgs, location="query")
     @blp.response(200, CustomerResponse)
     def get(self, args):

@@ -1,6 +1,6 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
 from app.api.fields import Amount, Text, Timestamp, no_nul
 from app.api.paging import OffsetArgs, offset_page_schema
 from app.db import utcnow
@@ -30,7 +30,7 @@ def _plausible_birth_date(value):
         raise ma.ValidationError(f"must be between {OLDEST_BIRTH_DATE} and today")
 
 
-class RewardBalance(Schema):
+class RewardBalance(ResponseSchema):
     available = Amount(required=True)
     pending = Amount(required=True)
     reserved = Amount(required=True)
@@ -56,7 +56,7 @@ class CreateCustomerRequest(Schema):
         return data
 
 
-class CustomerResponse(Schema):
+class CustomerResponse(ResponseSchema):
     """Dumped from {"customer", "balance", "card_url"}."""
 
     id = ma.fields.String(attribute="customer.id", required=True)

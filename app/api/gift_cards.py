@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import current_app, g
 from flask.views import MethodView
 
-from app.api.base import Blueprint, ErrorResponse
+from app.api.base import Blueprint
 from app.api.gift_cards_schemas import GiftCardResponse
 from app.db import request_session, utcnow
 from app.services.cards import gift_cards
@@ -32,12 +32,8 @@ def miss_counter(app) -> gift_cards.MissCounter:
 
 @blp.route("/gift-cards/<code>")
 class GiftCardByCode(MethodView):
-    @blp.operation(scope="checkout:write")
+    @blp.operation("getGiftCard", scope="checkout:write", errors=("rate_limited",))
     @blp.response(200, GiftCardResponse)
-    @blp.alt_response(404, schema=ErrorResponse,
-                      description="No gift card of this company has this code")
-    @blp.alt_response(429, schema=ErrorResponse,
-                      description="Too many unknown codes from this key; see Retry-After")
     def get(self, code):
         """A gift card by its code as typed (any case; spaces and dashes ignored)."""
         session = request_session()

@@ -22,7 +22,8 @@ def present(challenge, now) -> dict:
 
 @blp.route("/otp-challenges")
 class OtpChallenges(MethodView):
-    @blp.operation(scope="customers:write")
+    @blp.operation("createOtpChallenge", scope="customers:write",
+                   errors=("customer_exists", "rate_limited"))
     @blp.arguments(CreateOtpChallengeRequest)
     @blp.response(201, OtpChallengeResponse)
     def post(self, body):
@@ -41,8 +42,8 @@ class OtpChallenges(MethodView):
 class OtpConfirmation(MethodView):
     # A wrong code is committed although it is answered with an error, which a key's claim,
     # made in the same transaction, could not survive; and a confirmation makes nothing.
-    @blp.operation(scope="customers:write", key_refused=(
-        "a confirmation is not replayed; send it without Idempotency-Key"))
+    @blp.operation("confirmOtpChallenge", scope="customers:write", errors=("invalid_state",),
+                   key_refused="a confirmation is not replayed; send it without Idempotency-Key")
     @blp.arguments(ConfirmOtpChallengeRequest)
     @blp.response(200, OtpChallengeResponse)
     def post(self, body, challenge_id):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
 
 
 class OffsetArgs(Schema):
@@ -23,8 +23,8 @@ class PageArgs(Schema):
                                   validate=ma.validate.Range(1, 200))
 
 
-def offset_page_schema(item_schema, name: str) -> type[Schema]:
-    return Schema.from_dict({
+def offset_page_schema(item_schema, name: str) -> type[ResponseSchema]:
+    return ResponseSchema.from_dict({
         "items": ma.fields.List(ma.fields.Nested(item_schema), required=True),
         "offset": ma.fields.Integer(required=True),
         "limit": ma.fields.Integer(required=True),
@@ -32,8 +32,8 @@ def offset_page_schema(item_schema, name: str) -> type[Schema]:
     }, name=name)
 
 
-def page_schema(item_schema, name: str) -> type[Schema]:
-    return Schema.from_dict({
+def page_schema(item_schema, name: str) -> type[ResponseSchema]:
+    return ResponseSchema.from_dict({
         "items": ma.fields.List(ma.fields.Nested(item_schema), required=True),
         "page": ma.fields.Integer(required=True),
         "pageSize": ma.fields.Integer(required=True),

@@ -17,7 +17,7 @@ blp = Blueprint("rewards", __name__, url_prefix="/v1", description="Reward accou
 
 @blp.route("/customers/<customer_id>/reward-account")
 class RewardAccountView(MethodView):
-    @blp.operation(scope="customers:read")
+    @blp.operation("getRewardAccount", scope="customers:read")
     @blp.response(200, RewardAccountResponse)
     def get(self, customer_id):
         """Available, pending and reserved bonuses."""
@@ -26,7 +26,8 @@ class RewardAccountView(MethodView):
 
 @blp.route("/customers/<customer_id>/reward-adjustments")
 class RewardAdjustments(MethodView):
-    @blp.operation(scope="ledger:write", idempotency=(8, 128))
+    @blp.operation("adjustRewards", scope="ledger:write", idempotency=(8, 128),
+                   errors=("insufficient_balance",))
     @blp.arguments(RewardAdjustmentRequest)
     @blp.response(201, RewardAdjustmentResponse)
     def post(self, body, customer_id):
@@ -38,7 +39,7 @@ class RewardAdjustments(MethodView):
 
 @blp.route("/customers/<customer_id>/reward-activities")
 class RewardActivities(MethodView):
-    @blp.operation(scope="customers:read")
+    @blp.operation("listRewardActivities", scope="customers:read")
     @blp.arguments(OffsetArgs, location="query")
     @blp.response(200, RewardActivityPageResponse)
     def get(self, args, customer_id):

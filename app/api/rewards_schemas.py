@@ -1,10 +1,12 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
 from app.api.customers_schemas import RewardBalance
+from app.api.enums import Choice
 from app.api.fields import Text
 from app.api.fields import Amount, Timestamp
 from app.api.paging import offset_page_schema
+from app.services.rewards.ledger import ENTRY_STATUSES, ENTRY_TYPES
 
 
 def _not_zero(value):
@@ -12,7 +14,7 @@ def _not_zero(value):
         raise ma.ValidationError("must not be zero: positive credits, negative debits")
 
 
-class RewardAccountResponse(Schema):
+class RewardAccountResponse(ResponseSchema):
     customerId = ma.fields.String(attribute="customer_id", required=True)
     available = Amount(required=True)
     pending = Amount(required=True)
@@ -26,7 +28,7 @@ class RewardAdjustmentRequest(Schema):
     basis = Text(maximum=500, required=True, metadata={"description": "Why: mandatory"})
 
 
-class RewardAdjustmentResponse(Schema):
+class RewardAdjustmentResponse(ResponseSchema):
     """Dumped from {"entry", "balance"}."""
 
     id = ma.fields.String(attribute="entry.id", required=True)
@@ -37,11 +39,11 @@ class RewardAdjustmentResponse(Schema):
     createdAt = Timestamp(attribute="entry.created_at", required=True)
 
 
-class RewardActivity(Schema):
+class RewardActivity(ResponseSchema):
     id = ma.fields.String(required=True)
-    type = ma.fields.String(required=True)
+    type = Choice("ActivityType", ENTRY_TYPES, required=True)
     amount = Amount(required=True)
-    status = ma.fields.String(required=True)
+    status = Choice("ActivityStatus", ENTRY_STATUSES, required=True)
     availableAt = Timestamp(attribute="available_at", allow_none=True)
     basis = ma.fields.String(allow_none=True)
     saleId = ma.fields.String(attribute="sale_id", allow_none=True)

@@ -16,7 +16,7 @@ blp = Blueprint("sales", __name__, url_prefix="/v1", description="Sales and retu
 
 @blp.route("/sales/by-external-receipt/<path:external_receipt_id>")
 class SaleByReceipt(MethodView):
-    @blp.operation(scope="checkout:write")
+    @blp.operation("getSaleByReceipt", scope="checkout:write")
     @blp.arguments(SaleLookupPath(), location="path")
     @blp.response(200, SaleLookupResponse)
     def get(self, path, external_receipt_id):
@@ -27,7 +27,7 @@ class SaleByReceipt(MethodView):
 
 @blp.route("/sales/<sale_id>/returns")
 class SaleReturns(MethodView):
-    @blp.operation(**CHECKOUT)
+    @blp.operation("returnLines", **CHECKOUT, errors=("return_exceeds_sale",))
     @blp.arguments(CreateReturnRequest())
     @blp.response(201, ReturnResponse)
     def post(self, body, sale_id):

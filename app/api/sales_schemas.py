@@ -1,8 +1,9 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
 from app.api.checkout_schemas import MAX_LINES, SaleResponse, text
 from app.api.customers_schemas import RewardBalance
+from app.api.enums import Choice
 from app.api.fields import Amount, Quantity, Timestamp, no_nul
 from app.models.checkout import SALE_STATES
 
@@ -26,14 +27,14 @@ class CreateReturnRequest(Schema):
                            validate=ma.validate.Length(1, MAX_LINES))
 
 
-class ReturnLineResponse(Schema):
+class ReturnLineResponse(ResponseSchema):
     lineId = ma.fields.String(attribute="line_id", required=True)
     quantity = Quantity(required=True)
     restoredRedemption = Amount(attribute="restored_redemption", required=True)
     reversedAccrual = Amount(attribute="reversed_accrual", required=True)
 
 
-class ReturnResponse(Schema):
+class ReturnResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     saleId = ma.fields.String(attribute="sale_id", required=True)
     customerId = ma.fields.String(attribute="customer_id", required=True)
@@ -44,7 +45,6 @@ class ReturnResponse(Schema):
         "description": "Bonuses earned on the receipt, actually taken back"})
     forgivenAccrual = Amount(attribute="forgiven_accrual", required=True, metadata={
         "description": "Earned bonuses the clawback policy let the customer keep"})
-    saleState = ma.fields.String(attribute="sale_state", required=True,
-                                 validate=ma.validate.OneOf(SALE_STATES))
+    saleState = Choice("SaleState", SALE_STATES, attribute="sale_state", required=True)
     balance = ma.fields.Nested(RewardBalance, required=True)
     createdAt = Timestamp(attribute="created_at", required=True)

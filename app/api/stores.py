@@ -16,14 +16,14 @@ blp = Blueprint("stores", __name__, url_prefix="/v1", description="Stores and th
 
 @blp.route("/stores")
 class Stores(MethodView):
-    @blp.operation(scope="locations:write")
+    @blp.operation("createStore", scope="locations:write")
     @blp.arguments(CreateStoreRequest)
     @blp.response(201, StoreResponse)
     def post(self, body):
         """Add a sales point; it is active at once and published to the given channels."""
         return stores.create_store(request_session(), g.company_id, now=utcnow(), **body)
 
-    @blp.operation(scope="locations:read")
+    @blp.operation("listStores", scope="locations:read")
     @blp.arguments(PageArgs, location="query")
     @blp.response(200, StoreListResponse)
     def get(self, args):
@@ -34,7 +34,7 @@ class Stores(MethodView):
 
 @blp.route("/place-directory")
 class PlaceDirectory(MethodView):
-    @blp.operation(scope="locations:read")
+    @blp.operation("getPlaceDirectory", scope="locations:read")
     @blp.response(200, PlaceDirectoryResponse)
     def get(self):
         """Cities with the active stores published to MINIAPP."""

@@ -2,7 +2,8 @@ import zoneinfo
 
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
+from app.api.enums import Choice, list_of
 from app.api.fields import Text
 from app.api.fields import Timestamp
 from app.api.paging import page_schema
@@ -31,12 +32,12 @@ class CreateStoreRequest(Schema):
     city = Text(maximum=120, required=True)
     latitude = Coordinate(required=True, validate=ma.validate.Range(-90, 90))
     longitude = Coordinate(required=True, validate=ma.validate.Range(-180, 180))
-    channels = ma.fields.List(ma.fields.String(validate=ma.validate.OneOf(CHANNELS)),
+    channels = ma.fields.List(Choice("StoreChannel", CHANNELS),
                               load_default=list)
     timezone = ma.fields.String(load_default="Europe/Moscow", validate=_known_timezone)
 
 
-class PlaceDirectoryStore(Schema):
+class PlaceDirectoryStore(ResponseSchema):
     id = ma.fields.String(required=True)
     name = ma.fields.String(required=True)
     address = ma.fields.String(required=True)
@@ -46,9 +47,7 @@ class PlaceDirectoryStore(Schema):
 
 class StoreResponse(PlaceDirectoryStore):
     city = ma.fields.String(required=True)
-    channels = ma.fields.Function(store_channels, required=True,
-                                  metadata={"type": "array", "items": {"type": "string",
-                                                                       "enum": list(CHANNELS)}})
+    channels = ma.fields.Function(store_channels, required=True, metadata=list_of("StoreChannel"))
     timezone = ma.fields.String(required=True)
     active = ma.fields.Boolean(required=True)
     createdAt = Timestamp(attribute="created_at", required=True)
@@ -57,10 +56,10 @@ class StoreResponse(PlaceDirectoryStore):
 StoreListResponse = page_schema(StoreResponse, "StoreListResponse")
 
 
-class PlaceDirectoryCity(Schema):
+class PlaceDirectoryCity(ResponseSchema):
     name = ma.fields.String(required=True)
     stores = ma.fields.List(ma.fields.Nested(PlaceDirectoryStore), required=True)
 
 
-class PlaceDirectoryResponse(Schema):
+class PlaceDirectoryResponse(ResponseSchema):
     cities = ma.fields.List(ma.fields.Nested(PlaceDirectoryCity), required=True)

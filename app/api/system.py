@@ -7,19 +7,19 @@ from sqlalchemy import text
 
 import marshmallow as ma
 
-from app.api.base import Blueprint, Schema
+from app.api.base import Blueprint, ResponseSchema
 from app.services.errors import DomainError
 
 blp = Blueprint("system", __name__, description="Liveness and readiness probes")
 
 
-class ProbeResponse(Schema):
+class ProbeResponse(ResponseSchema):
     status = ma.fields.String(required=True)
 
 
 @blp.route("/health")
 class Health(MethodView):
-    @blp.operation(scope=None, group="system")
+    @blp.operation("checkLiveness", scope=None, group="system")
     @blp.response(200, ProbeResponse)
     def get(self):
         """Liveness: the process answers; the database is not touched."""
@@ -28,9 +28,8 @@ class Health(MethodView):
 
 @blp.route("/ready")
 class Ready(MethodView):
-    @blp.operation(scope=None, group="system")
+    @blp.operation("checkReadiness", scope=None, group="system", errors=("not_ready",))
     @blp.response(200, ProbeResponse)
-    @blp.alt_response(503, description="The database does not answer")
     def get(self):
         """Readiness: the database answers a query."""
         engine = current_app.extensions["engine"]

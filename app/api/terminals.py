@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import g
 from flask.views import MethodView
 
-from app.api.base import Blueprint, ErrorResponse
+from app.api.base import Blueprint
 from app.api.terminals_schemas import (CreateTerminalRequest, TerminalListArgs,
                                        TerminalListResponse, TerminalResponse,
                                        UpdateTerminalRequest)
@@ -16,22 +16,18 @@ blp = Blueprint("terminals", __name__, url_prefix="/v1", description="Terminals 
 
 @blp.route("/terminals")
 class Terminals(MethodView):
-    @blp.operation(scope="locations:write")
+    @blp.operation("createTerminal", scope="locations:write",
+                   errors=("not_found", "terminal_limit_reached", "pos_key_in_use"))
     @blp.arguments(CreateTerminalRequest)
     @blp.response(201, TerminalResponse)
-    @blp.alt_response(404, schema=ErrorResponse, description="No such store in the company")
-    @blp.alt_response(409, schema=ErrorResponse,
-                      description="terminal_limit_reached: the registerLimit is used up; "
-                                  "pos_key_in_use: another terminal has this posKey")
     def post(self, body):
         """Register a terminal at a store; it is ACTIVE and takes one of the tariff's registers."""
         return stores.create_terminal(request_session(), g.company_id, store_id=body["storeId"],
                                       name=body["name"], pos_key=body["posKey"], now=utcnow())
 
-    @blp.operation(scope="locations:read")
+    @blp.operation("listTerminals", scope="locations:read", errors=("not_found",))
     @blp.arguments(TerminalListArgs, location="query")
     @blp.response(200, TerminalListResponse)
-    @blp.alt_response(404, schema=ErrorResponse, description="No such store in the company")
     def get(self, args):
         """The company's terminals, oldest first, optionally of one store."""
         return stores.list_terminals(request_session(), g.company_id, page=args["page"],
@@ -40,12 +36,9 @@ class Terminals(MethodView):
 
 @blp.route("/terminals/<terminal_id>")
 class TerminalById(MethodView):
-    @blp.operation(scope="locations:write")
+    @blp.operation("updateTerminal", scope="locations:write", errors=("terminal_limit_reached",))
     @blp.arguments(UpdateTerminalRequest)
     @blp.response(200, TerminalResponse)
-    @blp.alt_response(404, schema=ErrorResponse, description="No such terminal or store in the company")
-    @blp.alt_response(409, schema=ErrorResponse,
-                      description="terminal_limit_reached: enabling it would pass the registerLimit")
     def patch(self, body, terminal_id):
         """Rename, move to another store, disable or enable again (within the register limit)."""
         return stores.update_terminal(request_session(), g.company_id, terminal_id,

@@ -1,6 +1,7 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
+from app.api.enums import Choice
 from app.api.fields import Text, no_nul
 from app.api.fields import Timestamp
 from app.api.paging import PageArgs, page_schema
@@ -21,7 +22,7 @@ class CreateTerminalRequest(Schema):
 
 class UpdateTerminalRequest(Schema):
     name = Text(maximum=200)
-    state = ma.fields.String(validate=ma.validate.OneOf(TERMINAL_STATES))
+    state = Choice("TerminalState", TERMINAL_STATES)
     storeId = ma.fields.String(validate=no_nul)
 
     @ma.validates_schema
@@ -34,11 +35,11 @@ class TerminalListArgs(PageArgs):
     storeId = ma.fields.String(metadata={"description": "only the terminals of this store"})
 
 
-class TerminalResponse(Schema):
+class TerminalResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     storeId = ma.fields.String(attribute="store_id", required=True)
     name = ma.fields.String(required=True)
-    state = ma.fields.String(required=True, metadata={"enum": list(TERMINAL_STATES)})
+    state = Choice("TerminalState", TERMINAL_STATES, required=True)
     posKey = ma.fields.String(attribute="pos_key", allow_none=True)
     createdAt = Timestamp(attribute="created_at", required=True)
     updatedAt = Timestamp(attribute="updated_at", required=True)

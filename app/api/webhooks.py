@@ -16,7 +16,8 @@ blp = Blueprint("webhooks", __name__, url_prefix="/v1", description="Webhook end
 
 @blp.route("/webhook-endpoints")
 class WebhookEndpoints(MethodView):
-    @blp.operation(scope="webhooks:write", key_refused=SECRET_SHOWN_ONCE)
+    @blp.operation("createWebhookEndpoint", scope="webhooks:write",
+                   key_refused=SECRET_SHOWN_ONCE)
     @blp.arguments(CreateWebhookEndpointRequest)
     @blp.response(201, IssuedWebhookEndpointResponse)
     def post(self, body):
@@ -28,7 +29,7 @@ class WebhookEndpoints(MethodView):
         endpoint.secret = secret  # transient: dumped once in this response, stored only encrypted
         return endpoint
 
-    @blp.operation(scope="webhooks:read")
+    @blp.operation("listWebhookEndpoints", scope="webhooks:read")
     @blp.response(200, WebhookEndpointListResponse)
     def get(self):
         """The company's endpoints, never their secrets."""
@@ -37,7 +38,7 @@ class WebhookEndpoints(MethodView):
 
 @blp.route("/webhook-endpoints/<endpoint_id>")
 class WebhookEndpointById(MethodView):
-    @blp.operation(scope="webhooks:write")
+    @blp.operation("deleteWebhookEndpoint", scope="webhooks:write")
     @blp.response(204)
     def delete(self, endpoint_id):
         """Stop sending to the endpoint; deliveries not yet made are not sent."""

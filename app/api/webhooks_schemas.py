@@ -1,6 +1,7 @@
 import marshmallow as ma
 
-from app.api.base import Schema
+from app.api.base import ResponseSchema, Schema
+from app.api.enums import Choice, list_of
 from app.api.fields import Timestamp, no_nul
 from app.services.webhooks.endpoints import ALL_EVENTS, endpoint_events
 from app.services.webhooks.outbox import EVENT_TYPES
@@ -12,7 +13,7 @@ class CreateWebhookEndpointRequest(Schema):
     url = ma.fields.String(required=True, validate=ma.validate.Length(1, 2000),
                            metadata={"description": "https:// on a host the operator has allowed"})
     events = ma.fields.List(
-        ma.fields.String(validate=ma.validate.OneOf(EVENT_NAMES)), required=True,
+        Choice("EventName", EVENT_NAMES), required=True,
         validate=ma.validate.Length(min=1),
         metadata={"description": 'Event names, or ["*"] for every event'})
     description = ma.fields.String(allow_none=True, validate=[ma.validate.Length(max=500), no_nul])
@@ -28,12 +29,12 @@ class CreateWebhookEndpointRequest(Schema):
         return data
 
 
-class WebhookEndpointResponse(Schema):
+class WebhookEndpointResponse(ResponseSchema):
     id = ma.fields.String(required=True)
     url = ma.fields.String(required=True)
-    events = ma.fields.Function(endpoint_events, required=True)
+    events = ma.fields.Function(endpoint_events, required=True, metadata=list_of("EventName"))
     description = ma.fields.String(allow_none=True)
-    state = ma.fields.String(required=True, metadata={"enum": ["ACTIVE", "DISABLED"]})
+    state = Choice("WebhookEndpointState", ["ACTIVE", "DISABLED"], required=True)
     createdAt = Timestamp(attribute="created_at", required=True)
     disabledAt = Timestamp(attribute="disabled_at", allow_none=True,
                            metadata={"description": "When a 410 from the receiver disabled it"})
@@ -44,5 +45,5 @@ class IssuedWebhookEndpointResponse(WebhookEndpointResponse):
         "description": "whsec_… signing secret; shown once, never again"})
 
 
-class WebhookEndpointListResponse(Schema):
+class WebhookEndpointListResponse(ResponseSchema):
     items = ma.fields.List(ma.fields.Nested(WebhookEndpointResponse), required=True)

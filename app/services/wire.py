@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 # [0-9] rather than \d: \d also matches non-ASCII digits such as "٣".
+# Every amount is in roubles (kopecks inside); the set a client may meet in `currency`.
+CURRENCIES = ("RUB",)
 _DECIMAL = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?")
 
 

@@ -31,11 +31,11 @@ def test_a_new_create_honours_a_key_without_saying_so():
     blp = Blueprint("example", __name__)
 
     class Things(MethodView):
-        @blp.operation(scope="locations:write")
+        @blp.operation("createThing", scope="locations:write")
         def post(self):
             return {}
 
-        @blp.operation(scope="locations:read")
+        @blp.operation("listThings", scope="locations:read")
         def get(self):
             return {}
 

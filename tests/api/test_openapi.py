@@ -28,7 +28,8 @@ def _openapi_path(rule: str) -> str:
 def test_document_version_and_security_scheme(client):
     spec = client.get("/openapi.json").get_json()
     assert spec["info"]["version"] == "0.1.0"
-    assert spec["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer"}
+    assert spec["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http", "scheme": "bearer", "bearerFormat": "lk_live_… API key"}
     assert SPEC_SCHEMA_NAMES <= set(spec["components"]["schemas"])
 
 

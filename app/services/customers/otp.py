@@ -23,6 +23,7 @@ from app.services.webhooks.outbox import record_event
 from app.services.wire import format_timestamp
 
 PURPOSES = ("ENROLLMENT",)
+STATES = ("PENDING", "CONFIRMED", "EXPIRED", "FAILED")
 CODE_DIGITS = 6
 CODE_LIFETIME = timedelta(minutes=5)
 RESEND_COOLDOWN = timedelta(seconds=60)

@@ -25,6 +25,8 @@ from app.services.errors import Conflict, NotFound
 from app.services.rewards.account import LOCK, OPEN, Account
 from app.services.unit_of_work import UnitOfWork
 
+# PENDING entries mature to ACTIVE; no other status is written.
+ENTRY_STATUSES = ("PENDING", "ACTIVE")
 ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY")
 
 _ENTRIES = LedgerEntry.__table__
