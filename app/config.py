@@ -66,7 +66,8 @@ def _rate(value: str | None) -> str | None:
     try:
         parse(value)
     except ValueError as exc:
-        raise ConfigError(f'API_RATE_LIMIT must be like "6000/minute" or "off", got {value!r}') from exc
+        raise ConfigError(
+            f'API_RATE_LIMIT must be like "6000/minute" or "off", got {value!r}') from exc
     return value
 
 

@@ -64,8 +64,9 @@ def main() -> None:
                      "cpu_ms_median": round(statistics.median(c for c, _ in rows), 3),
                      "wall_ms_median": round(statistics.median(w for _, w in rows), 3)}
               for mode, rows in figures.items()}
-    report["cpu_change_best"] = f"{(report['redis']['cpu_ms_best'] / report['off']['cpu_ms_best'] - 1) * 100:+.1f} %"
-    report["cpu_change_median"] = f"{(report['redis']['cpu_ms_median'] / report['off']['cpu_ms_median'] - 1) * 100:+.1f} %"
+    for figure in ("cpu_ms_best", "cpu_ms_median"):
+        change = report["redis"][figure] / report["off"][figure] - 1
+        report[f"change of {figure}"] = f"{change * 100:+.1f} %"
     print(json.dumps(report, indent=1))
 
 

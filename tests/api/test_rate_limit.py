@@ -61,7 +61,8 @@ def test_each_key_has_its_own_count(limited, tenant):
 def test_refused_keys_are_not_counted_and_checks_keep_their_order(limited, tenant):
     client = limited.test_client()
     for _ in range(4):
-        assert client.get("/v1/company", headers={"Authorization": "Bearer nope"}).status_code == 401
+        refused = client.get("/v1/company", headers={"Authorization": "Bearer nope"})
+        assert refused.status_code == 401
     narrow = tenant.key_with("program:read")
     for _ in range(4):
         assert get_company(limited, tenant, narrow).status_code == 403

@@ -69,8 +69,8 @@ def test_a_large_issue_of_gift_cards_reports_its_progress(app, tenant):
 
 def test_an_unreachable_database_is_one_line_naming_it(settings):
     port = free_port()
-    app = create_app(replace(settings,
-                             database_url=f"postgresql+psycopg2://postgres:secret@127.0.0.1:{port}/x"))
+    database_url = f"postgresql+psycopg2://postgres:secret@127.0.0.1:{port}/x"
+    app = create_app(replace(settings, database_url=database_url))
     result = app.test_cli_runner().invoke(args=["companies", "list"])
     assert result.exit_code == 1, result.output
     assert result.stderr.strip().splitlines() == [

@@ -45,8 +45,9 @@ def test_a_service_away_at_start_is_one_line_and_exit_1(database_url, service):
 
 def test_upkeep_with_the_database_away_logs_a_line_per_task_without_traceback(settings, caplog):
     port = free_port()
+    database_url = f"postgresql+psycopg2://loyalty:secret@127.0.0.1:{port}/x"
     app = create_app(replace(settings, redis_url=f"redis://127.0.0.1:{free_port()}/0",
-                             database_url=f"postgresql+psycopg2://loyalty:secret@127.0.0.1:{port}/x"))
+                             database_url=database_url))
     with caplog.at_level(logging.WARNING, logger="worker.periodic"):
         results = run_periodic_tasks(app)
     assert results == {name: -1 for name, _ in TASKS}
