@@ -2,11 +2,13 @@
 Flask-Limiter per credential, in the app's Redis when there is one (every gunicorn worker and
 host shares the count) and in the process's memory otherwise.
 
-A round trip to Redis costs about 100 µs of the app's CPU, some 4 % of a register's request
-(docs/performance.md), so a busy key is not counted request by request: a process takes a
-lease of up to LEASE_MOST requests from the shared count at once (Flask-Limiter's `cost`) and
-serves them from memory until the window ends. The shared count is never exceeded; what a
-process leased and did not serve is lost at the window's end (under 1 % of the limit a process).
+A round trip to Redis costs about 100 µs of the app's CPU, and Flask-Limiter's per-request
+hooks about 130 µs, each some 4 % of a register's request (docs/performance.md). So a busy key
+is not counted request by request: a process takes a lease of up to LEASE_MOST requests from
+the shared count at once (Flask-Limiter's check with its `cost`) and serves the next ones from
+memory until the window ends, without Flask-Limiter's hooks. The shared count is never
+exceeded; what a process leased and did not serve is lost at the window's end (under 1 % of the
+limit a process).
 
 Never a hard dependency of the register: while Redis cannot be reached, each process counts in
 its own memory and asks Redis again after a growing pause (Flask-Limiter's fallback), so a sale
@@ -78,14 +80,20 @@ class PerKeyLimit:
         return lease
 
 
-def _without_count() -> bool:
-    """Not counted in the store: requests without a key (probes, /metrics, card pages, docs;
-    a 401 or 403 never gets this far), and a key's requests its process holds a lease for."""
+def _count() -> None:
+    """Only key holders are counted (probes, /metrics, card pages and docs carry no key; a 401
+    or 403 never gets this far): from the process's lease, else by Flask-Limiter's own check,
+    which takes a new lease, falls back to memory while the store is away, and raises
+    RateLimitExceeded over the limit."""
     principal = g.get("principal")
     if principal is None:
-        return True
-    g.rate_lease = current_app.extensions["rate_limit"].serve_from_lease(principal.credential_id)
-    return g.rate_lease is not None
+        return
+    per_key = current_app.extensions["rate_limit"]
+    g.rate_lease = per_key.serve_from_lease(principal.credential_id)
+    if g.rate_lease is None:
+        # The check Flask-Limiter's before-request hook makes, made here only when a lease
+        # is needed (its hooks are not registered: see register_rate_limit).
+        per_key.limiter._check_request_limit()
 
 
 def register_rate_limit(app: Flask, settings: Settings) -> None:
@@ -101,8 +109,11 @@ def register_rate_limit(app: Flask, settings: Settings) -> None:
         storage_options=REDIS_OPTIONS if settings.redis_url else {},
         in_memory_fallback_enabled=True, swallow_errors=True, headers_enabled=False,
         key_prefix="loyalty-rate")
-    limiter.request_filter(_without_count)
+    # Registered as already known, init_app configures the limiter (its storage, strategy
+    # and fallback) without adding its per-request hooks: _count calls its check instead.
+    app.extensions.setdefault("limiter", set()).add(limiter)
     limiter.init_app(app)
+    app.before_request(_count)
     app.extensions["rate_limit"] = per_key
     app.register_error_handler(RateLimitExceeded, _too_many_requests)
     app.after_request(_advertise)
@@ -127,6 +138,8 @@ def _current_lease(per_key: PerKeyLimit, response: Response) -> Lease | None:
 
 def _advertise(response: Response) -> Response:
     """The RateLimit and RateLimit-Policy fields of draft-ietf-httpapi-ratelimit-headers-10."""
+    if g.get("principal") is None:
+        return response
     per_key = current_app.extensions["rate_limit"]
     lease = _current_lease(per_key, response)
     if lease is None:

@@ -1,6 +1,7 @@
 """What the per-key rate limit costs a checkout, measured where the bench's noise cannot hide
 a few per cent: the app's own CPU per checkout (open, quote 4 lines, hold, commit) through the
-Flask test client on PostgreSQL, with the limit off and on, alternating in one process.
+Flask test client on PostgreSQL, with the limit off and on, taking turns checkout by checkout
+in one process.
 
 Process time leaves out waiting on PostgreSQL and Redis and other processes' queueing; the
 wall time per checkout is printed beside it (it includes the limiter's round trips to Redis).
@@ -24,14 +25,18 @@ from app.config import Settings  # noqa: E402
 FAR_ABOVE_THE_LOAD = "10000000/minute"  # counted, never refusing
 
 
-def per_checkout(app, headers: dict, register, count: int) -> tuple[float, float]:
-    """(CPU ms, wall ms) per checkout over `count` checkouts."""
-    client = app.test_client()
-    cpu, wall = time.process_time(), time.perf_counter()
-    for _ in range(count):
-        checkout_in_process(client, headers, register, hold=True)
-    return ((time.process_time() - cpu) * 1000 / count,
-            (time.perf_counter() - wall) * 1000 / count)
+def per_checkout(apps: dict, headers: dict, register, count: int) -> dict:
+    """{mode: (CPU ms, wall ms) per checkout} over `count` checkouts of each mode, the modes
+    taking turns checkout by checkout, so the machine's drift falls on all of them alike."""
+    clients = {mode: app.test_client() for mode, app in apps.items()}
+    spent = {mode: [0.0, 0.0] for mode in apps}
+    for n in range(count):
+        for mode in (list(apps) if n % 2 == 0 else list(reversed(apps))):
+            cpu, wall = time.process_time(), time.perf_counter()
+            checkout_in_process(clients[mode], headers, register, hold=True)
+            spent[mode][0] += time.process_time() - cpu
+            spent[mode][1] += time.perf_counter() - wall
+    return {mode: (cpu * 1000 / count, wall * 1000 / count) for mode, (cpu, wall) in spent.items()}
 
 
 def main() -> None:
@@ -49,14 +54,13 @@ def main() -> None:
                                                  "api_rate_limit": FAR_ABOVE_THE_LOAD}))}
         headers = {"Authorization": f"Bearer {shop.key}"}
         register = shop.registers[0]
-        for app in modes.values():  # warm up: plans, caches, the limiter's scripts
-            per_checkout(app, headers, register, args.checkouts)
+        per_checkout(modes, headers, register, args.checkouts)  # warm up: plans, caches, scripts
         figures = {mode: [] for mode in modes}
-        for round_ in range(args.rounds):
-            order = list(modes) if round_ % 2 == 0 else list(reversed(modes))
-            for mode in order:
-                figures[mode].append(per_checkout(modes[mode], headers, register, args.checkouts))
-            print(json.dumps({mode: [round(v, 3) for v in figures[mode][-1]] for mode in modes}),
+        for _ in range(args.rounds):
+            measured = per_checkout(modes, headers, register, args.checkouts)
+            for mode in modes:
+                figures[mode].append(measured[mode])
+            print(json.dumps({mode: [round(v, 3) for v in measured[mode]] for mode in modes}),
                   flush=True)
         for app in modes.values():
             app.extensions["engine"].dispose()
