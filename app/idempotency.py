@@ -47,7 +47,7 @@ _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_stat
                                                    response_body=bindparam("b_response_body"))
 
 
-def _key(low: int, high: int, required: bool) -> str | None:
+def _key(low: int, high: int, required: bool = True) -> str | None:
     key = request.headers.get(HEADER)
     if key is None and not required:
         return None
@@ -95,12 +95,12 @@ def refuse_key(reason: str):
     return decorator
 
 
-def idempotent(low: int, high: int, *, required: bool = True):
+def idempotent(low: int, high: int, required: bool = True):
     def decorator(view):
         @wraps(view)
         def wrapper(*args, **kwargs):
             key = _key(low, high, required)
-            if key is None:  # an optional key not sent: the plain operation
+            if key is None:  # optional and not given: no record, no replay
                 return view(*args, **kwargs)
             session = request_session()
             work = UnitOfWork.of(session)

@@ -10,9 +10,14 @@ Reports
       floor: the same statements (captured from the app) replayed through bare psycopg2;
   (b) p50/p99 of each operation with 16 registers pausing 50 ms between steps.
 
+  (c) with --campaigns N: the paused run again, alternating rounds without campaigns and
+      with N active ones (half matching by catalog category, half by sku), so the quote's
+      cost of matching them is read within one run.
+
 Runs on demand only, bounded in time and count, traffic to 127.0.0.1 only:
 
     .venv/bin/python bench/checkout.py [--seconds 15] [--registers 16,64] [--pause-ms 50]
+    .venv/bin/python bench/checkout.py --skip floor,http,hot,paused --campaigns 50
 """
 from __future__ import annotations
 
@@ -48,6 +53,7 @@ from app.services.unit_of_work import UnitOfWork  # noqa: E402
 
 HOT_CUSTOMERS = 5
 CATALOG_ITEMS = 500
+CATEGORIES = 10  # catalog item i is in category i % CATEGORIES
 LINES = [
     {"lineId": "1", "sku": "SKU-0001", "name": "Milk 3.2%", "quantity": "2", "price": "89.90",
      "amount": "179.80"},
@@ -64,6 +70,8 @@ RETURN_EVERY = 10
 
 @dataclass
 class Shop:
+    company_id: str
+    store_id: str
     key: str
     registers: list[floor.Register]
     hot: list[str]
@@ -91,7 +99,8 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
     session.flush()
     session.execute(CatalogItem.__table__.insert(), [
         {"company_id": company.id, "store_id": store.id, "sku": f"SKU-{i:04d}", "name": f"Item {i}",
-         "price": 100 + i, "redeemable": i % 7 != 0, "accruable": i % 11 != 0, "updated_at": now}
+         "price": 100 + i, "redeemable": i % 7 != 0, "accruable": i % 11 != 0,
+         "category": f"category-{i % CATEGORIES}", "updated_at": now}
         for i in range(CATALOG_ITEMS)])
 
     def customer(index: int, balance: int) -> str:
@@ -141,12 +150,88 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0) -> Sh
     session.execute(text("ANALYZE"))  # a shop in business has statistics: plans as in production
     session.commit()
     session.close()
-    shop = Shop(key=key, registers=made, hot=hot, stable=stable,
+    shop = Shop(company_id=company.id, store_id=store.id, key=key, registers=made, hot=hot, stable=stable,
                 trace=floor.capture(app, headers, made[0], LINES))
     app.extensions["engine"].dispose()
     if history and crowd:
         _history(url, shop, [c["id"] for c in crowd], history)
     return shop
+
+
+def _bench_app(url: str):
+    return create_app(Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
+                               development=False))
+
+
+def make_campaigns(url: str, shop: Shop, count: int) -> list[str]:
+    """`count` campaigns running now: half by catalog category (some of the receipt's), half by
+    sku, at percents from 1 to 30, every third one for the bench store only."""
+    from datetime import timedelta
+
+    from app.services.program import campaigns
+
+    app = _bench_app(url)
+    session = app.extensions["session_factory"]()
+    now = utcnow()
+    made = []
+    for i in range(count):
+        by_category = i % 2 == 0
+        made.append(campaigns.create_campaign(
+            session, shop.company_id, name=f"Campaign {i}", starts_at=now - timedelta(hours=1),
+            ends_at=now + timedelta(days=30), accrual_bp=100 + (i * 59) % 2900,
+            skus=[] if by_category else [f"SKU-{(i * 37) % CATALOG_ITEMS:04d}", "SKU-0100"],
+            categories=[f"category-{i % CATEGORIES}"] if by_category else [],
+            store_ids=[shop.store_id] if i % 3 == 0 else [], now=now).id)
+    session.commit()
+    session.close()
+    app.extensions["engine"].dispose()
+    return made
+
+
+def switch_campaigns(app, shop: Shop, ids: list[str], active: bool) -> None:
+    from app.services.program import campaigns
+
+    session = app.extensions["session_factory"]()
+    for campaign_id in ids:
+        campaigns.update_campaign(session, shop.company_id, campaign_id, active=active)
+    session.commit()
+    session.close()
+
+
+def quote_costs(app, shop: Shop, ids: list[str], rounds: int, quotes: int) -> dict:
+    """The bench receipt quoted again and again on one open session, in this process (no
+    server, no other register), alternating rounds without and with the campaigns: the median
+    wall time and CPU time of this process (the app's own Python) per quote, in ms."""
+    client = app.test_client()
+    register = shop.registers[0]
+    headers = {"Authorization": f"Bearer {shop.key}", "X-Loyalty-Pos-Key": register.pos_key}
+
+    def post(path, body):
+        response = client.post(path, json=body, headers={**headers,
+                                                         "Idempotency-Key": uuid.uuid4().hex})
+        assert response.status_code == 201, response.get_json()
+        return response.get_json()
+
+    session = post("/v1/checkout-sessions", {
+        "externalReceiptId": f"Q-{uuid.uuid4().hex[:12]}", "customerId": register.customer_id})
+    times = {False: ([], []), True: ([], [])}
+    campaign_lines = 0
+    for _ in range(rounds):
+        for active in (False, True):
+            switch_campaigns(app, shop, ids, active)
+            quote = post(f"/v1/checkout-sessions/{session['id']}/quote", {"lines": LINES})
+            if active:
+                campaign_lines = sum(line["campaignId"] is not None for line in quote["lines"])
+            wall, cpu = times[active]
+            for _ in range(quotes):
+                started, started_cpu = time.perf_counter(), time.process_time()
+                post(f"/v1/checkout-sessions/{session['id']}/quote", {"lines": LINES})
+                wall.append((time.perf_counter() - started) * 1000)
+                cpu.append((time.process_time() - started_cpu) * 1000)
+    return {f"{len(ids) if active else 0} campaigns": {
+        "quotes": len(wall), "wall_ms_p50": round(percentile(wall, 50), 3),
+        "cpu_ms_p50": round(percentile(cpu, 50), 3), "wall_ms_p90": round(percentile(wall, 90), 3)}
+        for active, (wall, cpu) in times.items()} | {"lines given a campaign": campaign_lines}
 
 
 def _history(url: str, shop: Shop, customers: list[str], count: int, threads: int = 4) -> None:
@@ -369,6 +454,12 @@ def main() -> None:
     parser.add_argument("--redis-url", default=None,
                         help="the server's REDIS_URL (the rate limit's shared count; events "
                              "are asked a dispatch there too): a Redis of the bench's own")
+    parser.add_argument("--campaigns", type=int, default=0,
+                        help="also compare the paused run without and with this many campaigns")
+    parser.add_argument("--campaign-rounds", type=int, default=3,
+                        help="alternating rounds of each, without then with")
+    parser.add_argument("--campaign-quotes", type=int, default=300,
+                        help="quotes per round of the in-process comparison")
     args = parser.parse_args()
     counts = [int(n) for n in args.registers.split(",")]
     skip = {part for given in args.skip for part in given.split(",") if part}
@@ -379,11 +470,12 @@ def main() -> None:
 
     with bench_database() as url:
         paused = [] if "paused" in skip else [int(n) for n in args.paused_registers.split(",")]
-        shop = seed(url, max(counts + paused), args.extra_customers, args.history)
+        compared = [int(n) for n in args.paused_registers.split(",")] if args.campaigns else []
+        shop = seed(url, max(counts + paused + compared), args.extra_customers, args.history)
         report["statements_per_request"] = shop.trace.statements()
         print(json.dumps({"statements_per_request": report["statements_per_request"]}), flush=True)
         dsn = url.replace("postgresql+psycopg2://", "postgresql://")
-        needs_server = "http" not in skip or paused
+        needs_server = "http" not in skip or paused or compared
         with (gunicorn(url, workers=args.workers, **server_env) if needs_server
               else nullcontext()) as port:
             def http(n, customers_of):
@@ -418,6 +510,21 @@ def main() -> None:
                 report[f"paused {n} http"] = summary(tally, elapsed)
                 print(json.dumps({f"{n} registers pausing, http": report[f"paused {n} http"]}),
                       flush=True)
+            if compared:
+                ids = make_campaigns(url, shop, args.campaigns)
+                app = _bench_app(url)
+                report["quote in process"] = quote_costs(app, shop, ids, args.campaign_rounds,
+                                                         args.campaign_quotes)
+                print(json.dumps({"quote in process": report["quote in process"]}), flush=True)
+                for round_ in range(args.campaign_rounds):
+                    for active in (False, True):
+                        switch_campaigns(app, shop, ids, active)
+                        label = f"round {round_} {args.campaigns if active else 0} campaigns"
+                        tally, elapsed = play(http(compared[0], variants["own"]), args.seconds,
+                                              pause=args.pause_ms / 1000, processes=args.processes)
+                        report[label] = summary(tally, elapsed)
+                        print(json.dumps({label: report[label]}), flush=True)
+                app.extensions["engine"].dispose()
     print(json.dumps(report, indent=1))
 
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from app.db import database_unavailable, utcnow
 from app.reach import database_failure
 from app.services.checkout import holds
-from app.services.rewards import ledger
+from app.services.rewards import bonuses, ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 from app.upkeep import in_batches, prune_outbox, purge_idempotency
 from worker.context import job_session, worker_app
@@ -38,8 +38,41 @@ def mature_rewards(session: Session, now: datetime) -> int:
                       most=MATURE_MOST // MATURE_BATCH)
 
 
+def refresh_spends(session: Session, now: datetime) -> int:
+    """Accounts whose oldest counted sale has left the tier window: spend recomputed, a move
+    down noticed (`customer.tier_changed`)."""
+    handled = 0
+    for company_id, window_days, tier_text in spend.programs_with_window(session):
+        tier_list = tiers.from_stored(tier_text)
+
+        def refresh_batch(limit: int) -> int:
+            due = spend.stale_accounts(session, company_id, window_days, now, limit)
+            work = UnitOfWork.of(session)
+            for customer_id in due:
+                account = ledger.lock(work, company_id, customer_id, now)
+                spend.refresh_noticed(work, account, window_days, tier_list, now)
+            return len(due)
+
+        handled += in_batches(session, refresh_batch, limit=MATURE_BATCH,
+                              most=MATURE_MOST // MATURE_BATCH)
+    return handled
+
+
+def credit_birthdays(session: Session, now: datetime) -> int:
+    """Birthday bonuses due today in Moscow (the lock credits them, as any touch does)."""
+    def birthday_batch(limit: int) -> int:
+        due = bonuses.accounts_due(session, now, limit)
+        for company_id, customer_id in due:
+            ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
+        return len(due)
+
+    return in_batches(session, birthday_batch, limit=MATURE_BATCH, most=MATURE_MOST // MATURE_BATCH)
+
+
 TASKS = [
     ("mature rewards", mature_rewards),
+    ("credit birthday bonuses", credit_birthdays),
+    ("refresh tier spends", refresh_spends),
     ("webhook outbox sweep", sweep_outbox),
     ("expire holds", holds.expire_holds),
     ("expire checkout sessions", holds.expire_sessions),

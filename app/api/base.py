@@ -13,12 +13,13 @@ operation declares its scope, idempotency range and interface-document markers.
 from __future__ import annotations
 
 import http
+import json
 from dataclasses import dataclass
 from functools import wraps
 
 import flask_smorest
 import marshmallow as ma
-from flask import Flask, request
+from flask import Flask, Response, request
 from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
@@ -93,7 +94,8 @@ class Operation:
     idempotency: tuple[int, int] | None  # the Idempotency-Key's length range where honoured
     group: str = "native"
     errors: tuple[str, ...] = ()
-    key_required: bool = False
+    # False: the Idempotency-Key may be left out (the request then has no replay protection).
+    idempotency_required: bool = True
     key_refused: str | None = None  # why a key would mean nothing here (sent: a 422)
 
 
@@ -101,23 +103,24 @@ class Blueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = Parser()
 
     def operation(self, operation_id: str, *, scope: str | None, idempotency=_BY_METHOD,
-                  key_refused: str | None = None, group: str = "native",
-                  errors: tuple[str, ...] = ()):
+                  idempotency_required: bool = True, key_refused: str | None = None,
+                  group: str = "native", errors: tuple[str, ...] = ()):
         """Declare an operation: its `operationId` (a camelCase verb: generated clients name
         their functions by it), its scope (None for the public probes and card routes), its
         Idempotency-Key, its `x-group`, and the error codes its own rules answer with
         (`app.api.error_codes`; those every operation of its kind can answer, such as 401 or
         404 for a path id, are added by `app.api.document`).
 
-        `idempotency=(low, high)`: a required key. By default a POST of a key holder (a
-        create) honours an optional key of OPTIONAL_KEY's length (CONTRACT §7), so a new
-        create is idempotent without a word; `key_refused=why` where its answer cannot be
-        stored and replayed (a secret shown once): a key sent is a 422."""
+        `idempotency=(low, high)`: the key's length range, required unless
+        `idempotency_required=False`. By default a POST of a key holder (a create) honours an
+        optional key of OPTIONAL_KEY's length (CONTRACT §7), so a new create is idempotent
+        without a word; `key_refused=why` where its answer cannot be stored and replayed (a
+        secret shown once): a key sent is a 422."""
 
         def decorator(func):
             from app.idempotency import idempotent, refuse_key
-            required = idempotency is not _BY_METHOD and idempotency is not None
-            key_range = idempotency if required else None
+            given = idempotency is not _BY_METHOD and idempotency is not None
+            key_range, required = (idempotency, idempotency_required) if given else (None, False)
             if (idempotency is _BY_METHOD and func.__name__ == "post" and scope is not None
                     and key_refused is None):
                 key_range = OPTIONAL_KEY
@@ -127,7 +130,7 @@ class Blueprint(flask_smorest.Blueprint):
                 func = idempotent(*key_range, required=required)(func)
             func._operation = Operation(operation_id=operation_id, scope=scope,
                                         idempotency=key_range, group=group, errors=tuple(errors),
-                                        key_required=required, key_refused=key_refused)
+                                        idempotency_required=required, key_refused=key_refused)
             return func
 
         return decorator
@@ -169,6 +172,13 @@ class Api(flask_smorest.Api):
     def handle_http_exception(self, error):
         from app.errors import http_error_response
         return http_error_response(error)
+
+
+def json_response(body: dict, status: int) -> Response:
+    """A body the service built as the interface shows it, serialised once (its response
+    schema documents the same shape)."""
+    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+                    status=status, mimetype="application/json")
 
 
 def declared_operation(app: Flask, endpoint: str | None, method: str) -> Operation | None:

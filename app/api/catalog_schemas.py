@@ -3,19 +3,10 @@ import re
 import marshmallow as ma
 
 from app.api.base import ResponseSchema, Schema
-from app.api.fields import MAX_AMOUNT, Amount, Timestamp, no_nul
+from app.api.fields import MAX_AMOUNT, Amount, JsonBoolean, Timestamp, no_nul
 from app.services.locations.catalog import MAX_ITEMS, CatalogEntry
 
 ERRORS_REPORTED = 100  # invalid items described in one 422; the rest of the snapshot is not read
-
-
-class JsonBoolean(ma.fields.Boolean):
-    """true or false only: "yes" or 1 is a 422, not a guess."""
-
-    def _deserialize(self, value, attr, data, **kwargs):
-        if not isinstance(value, bool):
-            raise self.make_error("invalid")
-        return value
 
 
 class CatalogSyncItem(Schema):

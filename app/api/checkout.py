@@ -5,12 +5,10 @@ twice. The services return resources as the API shows them; they are sent as the
 """
 from __future__ import annotations
 
-import json
-
-from flask import Response, current_app, g
+from flask import current_app, g
 from flask.views import MethodView
 
-from app.api.base import Blueprint
+from app.api.base import Blueprint, json_response
 from app.api.checkout_schemas import (CheckoutSessionResponse, CommitSaleRequest,
                                       CreateCheckoutSessionRequest, CreateHoldRequest,
                                       CreateQuoteRequest, HoldResponse, QuoteResponse,
@@ -28,8 +26,7 @@ REDEMPTION_ERRORS = ("subscription_inactive", "invalid_state")
 
 def sent(resource, status: int) -> Response:
     """The resource's JSON as the body, serialised once (no schema dump on this path)."""
-    return Response(json.dumps(resource.as_json(), ensure_ascii=False, separators=(",", ":")),
-                    status=status, mimetype="application/json")
+    return json_response(resource.as_json(), status)
 
 
 @blp.route("/checkout-sessions")

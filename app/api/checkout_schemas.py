@@ -7,7 +7,7 @@ import marshmallow as ma
 
 from app.api.base import ResponseSchema, Schema
 from app.api.enums import Choice
-from app.api.fields import MAX_AMOUNT, Amount, Quantity, Timestamp, no_nul
+from app.api.fields import MAX_AMOUNT, Amount, Percent, Quantity, Timestamp, no_nul
 from app.models.checkout import HOLD_STATES, SALE_STATES, SESSION_STATES
 
 MAX_LINES = 1000
@@ -103,6 +103,10 @@ class QuoteLineResponse(ResponseSchema):
     discount = Amount(required=True)
     accrual = Amount(required=True)
     restriction = Choice("LineRestriction", ["ITEM_NOT_REDEEMABLE"], required=True, allow_none=True)
+    accrualPercent = Percent(attribute="accrual_bp", required=True, metadata={
+        "description": "The customer's (tier, else program) or a campaign's, the larger"})
+    campaignId = ma.fields.String(attribute="campaign_id", required=True, allow_none=True,
+                                  metadata={"description": "The campaign that gave the percent"})
 
 
 class QuoteRedemption(ResponseSchema):
@@ -143,6 +147,9 @@ class SaleLineResponse(ResponseSchema):
     accrual = Amount(required=True)
     returnedQuantity = Quantity(attribute="returned_quantity", required=True, allow_zero=True,
                                 metadata={"description": "Returned so far; 0.000 until a return"})
+    accrualPercent = Percent(attribute="accrual_bp", required=True, allow_none=True, metadata={
+        "description": "null on sales committed before percents were kept per line"})
+    campaignId = ma.fields.String(attribute="campaign_id", required=True, allow_none=True)
 
 
 class SaleResponse(ResponseSchema):

@@ -1,8 +1,9 @@
 import marshmallow as ma
 
-from app.api.base import ResponseSchema
+from app.api.base import ResponseSchema, Schema
 from app.api.enums import Choice
-from app.api.fields import Percent, Timestamp
+from app.api.fields import MAX_AMOUNT, Amount, JsonBoolean, Percent, Text, Timestamp
+from app.services.rewards import tiers
 from app.services.tenancy.companies import CLAWBACK_POLICIES, SUBSCRIPTION_STATUSES
 from app.services.wire import CURRENCIES
 
@@ -24,6 +25,63 @@ class ProgramResponse(ResponseSchema):
     enrollmentRequiresOtp = ma.fields.Boolean(attribute="enrollment_requires_otp", required=True)
     clawbackPolicy = Choice("ClawbackPolicy", CLAWBACK_POLICIES, attribute="clawback_policy",
                             required=True)
+    welcomeBonus = Amount(required=True, metadata={"description": "Credited at enrolment"})
+    birthdayBonus = Amount(required=True, metadata={
+        "description": "Credited once a year on the birthday (Europe/Moscow)"})
+    tiers = ma.fields.List(ma.fields.Nested(lambda: TierResponse()), required=True,
+                           metadata={"description": "By minSpend; empty: no tiers"})
+    tierWindowDays = ma.fields.Integer(allow_none=True, required=True, metadata={
+        "description": "Days of sales a customer's spend counts; null: all time"})
+
+
+class TierResponse(ResponseSchema):
+    name = ma.fields.String(required=True)
+    minSpend = Amount(required=True)
+    accrualPercent = Percent(required=True)
+
+
+class TierSetting(Schema):
+    name = Text(maximum=50, required=True, metadata={"example": "Gold"})
+    minSpend = Amount(minimum=0, maximum=MAX_AMOUNT, required=True)
+    accrualPercent = Percent(required=True)
+
+
+class UpdateProgramRequest(Schema):
+    """Any of the program's settings; at least one."""
+
+    accrualPercent = Percent()
+    maxRedeemPercent = Percent()
+    accrualDelayDays = ma.fields.Integer(strict=True, validate=ma.validate.Range(0, 3650))
+    holdTtlSeconds = ma.fields.Integer(strict=True, validate=ma.validate.Range(30, 86400),
+                                       metadata={"example": 900})
+    enrollmentRequiresOtp = JsonBoolean()
+    clawbackPolicy = Choice("ClawbackPolicy", CLAWBACK_POLICIES)
+    welcomeBonus = Amount(minimum=0, maximum=MAX_AMOUNT)
+    birthdayBonus = Amount(minimum=0, maximum=MAX_AMOUNT)
+    tiers = ma.fields.List(ma.fields.Nested(TierSetting()),
+                           validate=ma.validate.Length(max=tiers.MOST_TIERS), metadata={
+                               "description": 'Up to 10; one with minSpend "0.00"; distinct '
+                                              "names and minSpends; [] for no tiers",
+                               "example": [
+                                   {"name": "Base", "minSpend": "0.00", "accrualPercent": "5.00"},
+                                   {"name": "Gold", "minSpend": "50000.00",
+                                    "accrualPercent": "10.00"}]})
+    tierWindowDays = ma.fields.Integer(strict=True, allow_none=True,
+                                       validate=ma.validate.Range(1, 3650),
+                                       metadata={"example": 365})
+
+    @ma.validates_schema
+    def _at_least_one(self, data, **_kwargs):
+        if not data:
+            raise ma.ValidationError("give at least one setting to change")
+
+    @ma.validates_schema  # once every tier is well formed (skipped on field errors)
+    def _a_tier_list(self, data, **_kwargs):
+        problem = tiers.tiers_problem([tiers.Tier(item["name"], item["minSpend"],
+                                                  item["accrualPercent"])
+                                       for item in data.get("tiers", [])])
+        if problem:
+            raise ma.ValidationError(problem, "tiers")
 
 
 class SubscriptionResponse(ResponseSchema):

@@ -144,7 +144,7 @@ def document_operations(api: Api, app: Flask) -> None:
         if operation.idempotency:
             low, high = operation.idempotency
             parameters.append({"in": "header", "name": "Idempotency-Key",
-                               "required": operation.key_required,
+                               "required": operation.idempotency_required,
                                "schema": {"type": "string", "minLength": low, "maxLength": high}})
         responses["422"] = validation_response()
 

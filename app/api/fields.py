@@ -65,16 +65,26 @@ class Quantity(ma.fields.Field):
 
 
 class Percent(ma.fields.Field):
-    """Basis points inside; "5.00" outside."""
+    """Basis points inside; "5.00" outside. In a request: a decimal string 0..100 with at
+    most 2 fractional digits."""
 
     def __init__(self, **kwargs):
         metadata = kwargs.pop("metadata", {})
         metadata.setdefault("type", "string")
+        metadata.setdefault("pattern", r"^\d{1,3}(\.\d{1,2})?$")
         metadata.setdefault("example", "5.00")
         super().__init__(metadata=metadata, **kwargs)
 
     def _serialize(self, value, attr, obj, **kwargs):
         return None if value is None else wire.format_percent(value)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str):
+            raise ma.ValidationError("must be a decimal string such as \"5.00\"")
+        try:
+            return wire.parse_percent(value)
+        except ValueError as exc:
+            raise ma.ValidationError(str(exc)) from exc
 
 
 class Timestamp(ma.fields.DateTime):
@@ -88,6 +98,15 @@ class Timestamp(ma.fields.DateTime):
         if parsed.tzinfo is None:
             raise ma.ValidationError("must carry a time zone (e.g. Z)")
         return parsed.astimezone(timezone.utc)
+
+
+class JsonBoolean(ma.fields.Boolean):
+    """true or false only: "yes" or 1 is a 422, not a guess."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
 
 
 def no_nul(value: str) -> None:

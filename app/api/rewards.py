@@ -20,8 +20,8 @@ class RewardAccountView(MethodView):
     @blp.operation("getRewardAccount", scope="customers:read")
     @blp.response(200, RewardAccountResponse)
     def get(self, customer_id):
-        """Available, pending and reserved bonuses."""
-        return accounts.get_account(request_session(), g.company_id, customer_id, utcnow())
+        """Available, pending and reserved bonuses; the tier and the next one."""
+        return accounts.account_standing(request_session(), g.company_id, customer_id, utcnow())
 
 
 @blp.route("/customers/<customer_id>/reward-adjustments")

@@ -14,12 +14,34 @@ def _not_zero(value):
         raise ma.ValidationError("must not be zero: positive credits, negative debits")
 
 
+def _shown(description: str, example: str = "150.00") -> ma.fields.String:
+    """A value the service has already formatted (app/services/rewards/tiers.py)."""
+    return ma.fields.String(required=True, metadata={"description": description, "example": example})
+
+
+class NextTierResponse(ResponseSchema):
+    name = ma.fields.String(required=True)
+    minSpend = _shown("The spend that reaches it")
+    remaining = _shown("What is left to spend to reach it")
+
+
+class TierStandingResponse(ResponseSchema):
+    name = ma.fields.String(required=True)
+    accrualPercent = _shown("Replaces the program's accrual percent for this customer", "7.00")
+    spend = _shown("Σ of what the customer paid over the program's tier window, less returns")
+    next = ma.fields.Nested(NextTierResponse, required=True, allow_none=True)
+
+
 class RewardAccountResponse(ResponseSchema):
-    customerId = ma.fields.String(attribute="customer_id", required=True)
-    available = Amount(required=True)
-    pending = Amount(required=True)
-    reserved = Amount(required=True)
-    updatedAt = Timestamp(attribute="updated_at", required=True)
+    """Dumped from an AccountStanding (app/services/rewards/accounts.py)."""
+
+    customerId = ma.fields.String(attribute="account.customer_id", required=True)
+    available = Amount(attribute="account.available", required=True)
+    pending = Amount(attribute="account.pending", required=True)
+    reserved = Amount(attribute="account.reserved", required=True)
+    updatedAt = Timestamp(attribute="account.updated_at", required=True)
+    tier = ma.fields.Nested(TierStandingResponse, required=True, allow_none=True,
+                            metadata={"description": "null when the program has no tiers"})
 
 
 class RewardAdjustmentRequest(Schema):

@@ -5,6 +5,7 @@ import click
 from flask.cli import AppGroup
 
 from app.cli.session import existing_company, operator_session
+from app.db import utcnow
 from app.services.rewards import verification
 
 ledger_cli = AppGroup("ledger", help="The reward ledger.")
@@ -15,8 +16,8 @@ ledger_cli = AppGroup("ledger", help="The reward ledger.")
 @click.option("--batch", type=click.IntRange(1), default=verification.VERIFY_BATCH,
               show_default=True, help="accounts per query; progress goes to stderr after each")
 def ledger_verify(company_id, batch):
-    """Recompute every account (of one company, if given) from its entries and holds; print
-    each difference; exit 1 when there is any."""
+    """Recompute every account (of one company, if given) from its entries and holds, and
+    its tier spend from the sales; print each difference; exit 1 when there is any."""
     with operator_session() as session:
         if company_id:
             existing_company(session, company_id)
@@ -28,6 +29,7 @@ def ledger_verify(company_id, batch):
         differences = verification.verify(session, company_id, batch=batch, progress=progress)
         if batch < total and total % batch:  # the last, partial batch
             progress(total)
+        differences += verification.verify_spend(session, utcnow(), company_id)
         checked = total
     for difference in differences:
         click.echo(str(difference))

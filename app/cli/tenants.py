@@ -8,10 +8,12 @@ import click
 from flask import current_app
 from flask.cli import AppGroup, with_appcontext
 
+from app.api.fields import MAX_AMOUNT
 from app.cli.errors import refuse
 from app.cli.session import existing_company, operator_session
 from app.db import utcnow
 from app.services import wire
+from app.services.program import settings
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
 
@@ -162,22 +164,55 @@ def _credential_anywhere(session, credential_id):
               help="whether enrolment needs a confirmed SMS code")
 @click.option("--clawback-policy", type=click.Choice(companies.CLAWBACK_POLICIES),
               help="what a return does to bonuses already spent")
+@click.option("--welcome-bonus", help='bonuses credited at enrolment, e.g. "100"')
+@click.option("--birthday-bonus", help="bonuses credited once a year on the birthday")
+@click.option("--tier-window-days", help='days of sales a tier counts (1..3650), or "none": all time')
 def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_days,
-                 hold_ttl_seconds, enrollment_requires_otp, clawback_policy):
-    """Change a company's loyalty program."""
+                 hold_ttl_seconds, enrollment_requires_otp, clawback_policy, welcome_bonus,
+                 birthday_bonus, tier_window_days):
+    """Change a company's loyalty program (emits program.updated)."""
     with operator_session() as session:
         existing_company(session, company_id)
-        program = companies.update_program(
-            session, company_id, accrual_bp=_percent(accrual_percent, "--accrual-percent"),
+        program = settings.change_program(
+            session, company_id, now=utcnow(),
+            accrual_bp=_percent(accrual_percent, "--accrual-percent"),
             max_redeem_bp=_percent(max_redeem_percent, "--max-redeem-percent"),
             accrual_delay_days=accrual_delay_days,
             hold_ttl_seconds=hold_ttl_seconds, enrollment_requires_otp=enrollment_requires_otp,
-            clawback_policy=clawback_policy)
+            clawback_policy=clawback_policy,
+            welcome_bonus=_bonus(welcome_bonus, "--welcome-bonus"),
+            birthday_bonus=_bonus(birthday_bonus, "--birthday-bonus"),
+            tier_window_days=_window(tier_window_days))
         summary = (f"accrual {wire.format_percent(program.accrual_bp)}%, max redeem "
                    f"{wire.format_percent(program.max_redeem_bp)}%, delay {program.accrual_delay_days} d, "
                    f"hold {program.hold_ttl_seconds} s, otp {program.enrollment_requires_otp}, "
-                   f"clawback {program.clawback_policy}")
+                   f"clawback {program.clawback_policy}, welcome "
+                   f"{wire.format_amount(program.welcome_bonus)}, birthday "
+                   f"{wire.format_amount(program.birthday_bonus)}, tier window "
+                   f"{program.tier_window_days or 'all time'}")
     click.echo(summary)
+
+
+def _bonus(value: str | None, option: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        amount = wire.parse_amount(value)
+    except ValueError as exc:
+        refuse(f"{option}: {exc}")
+    if not 0 <= amount <= MAX_AMOUNT:
+        refuse(f"{option}: must be between 0 and {wire.format_amount(MAX_AMOUNT)}")
+    return amount
+
+
+def _window(value: str | None):
+    if value is None:
+        return settings.UNCHANGED
+    if value.strip().lower() == "none":
+        return None
+    if not value.strip().isdigit() or not 1 <= int(value) <= 3650:
+        refuse(f'--tier-window-days: a number of days from 1 to 3650, or "none": {value}')
+    return int(value)
 
 
 @subscriptions_cli.command("set")

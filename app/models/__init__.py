@@ -1,6 +1,6 @@
 """Typed SQLAlchemy models. Importing this package registers every table on Base.metadata."""
 from app.models.checkout import CheckoutSession, Hold, Quote, Return, Sale, SaleLine
-from app.models.company import Company, Program, Subscription
+from app.models.company import Campaign, Company, Program, Subscription
 from app.models.credential import ApiCredential
 from app.models.customer import Customer, CustomerName, LedgerEntry, OtpChallenge, RewardAccount
 from app.models.gift_card import GiftCard
@@ -9,7 +9,7 @@ from app.models.location import CatalogItem, CatalogSync, Cashier, Store, Termin
 from app.models.outbox import AllowedWebhookHost, OutboxEvent, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
-    "AllowedWebhookHost", "ApiCredential", "Cashier", "CatalogItem", "CatalogSync", "CheckoutSession",
+    "AllowedWebhookHost", "ApiCredential", "Campaign", "Cashier", "CatalogItem", "CatalogSync", "CheckoutSession",
     "Company", "Customer", "CustomerName", "GiftCard", "Hold", "IdempotencyRecord", "LedgerEntry",
     "OtpChallenge", "OutboxEvent", "Program", "Quote", "Return", "RewardAccount", "Sale",
     "SaleLine", "Store", "Subscription", "Terminal", "WebhookDelivery", "WebhookEndpoint",

@@ -89,6 +89,8 @@ class Sale(TenantMixin, Base):
         # One sale per receipt id, ever.
         UniqueConstraint("company_id", "external_receipt_id"),
         UniqueConstraint("company_id", "checkout_session_id"),
+        # A customer's sales in the tier window (app.services.rewards.spend).
+        Index("ix_sales_customer_committed", "company_id", "customer_id", "committed_at"),
     )
 
     checkout_session_id: Mapped[str] = mapped_column(String(36))
@@ -101,6 +103,9 @@ class Sale(TenantMixin, Base):
     accrued: Mapped[int] = mapped_column(Money)
     accrual_available_at: Mapped[datetime] = mapped_column(UtcDateTime)
     committed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # What the sale adds to the customer's tier spend now (CONTRACT §15): Σ per line of
+    # floor((amount − discount) × (quantity − returned) / quantity).
+    spend: Mapped[int] = mapped_column(Money, default=0)
     # JSON list of the lines printed on the receipt at commit (the balance then, not now).
     receipt_text: Mapped[str | None] = mapped_column(Text, nullable=True)
 
@@ -124,6 +129,10 @@ class SaleLine(Base):
     returned_quantity: Mapped[int] = mapped_column(Money, default=0)
     restored_redemption: Mapped[int] = mapped_column(Money, default=0)
     reversed_accrual: Mapped[int] = mapped_column(Money, default=0)
+    # The line's accrual percent and the campaign that gave it (null: the customer's own);
+    # null percent on sales committed before percents were kept per line.
+    accrual_bp: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    campaign_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
 
 
 class Return(TenantMixin, Base):

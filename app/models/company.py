@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, Integer, String, UniqueConstraint
+from sqlalchemy import Boolean, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UtcDateTime, utcnow
-from app.models.base import TenantMixin, new_id
+from app.models.base import Money, TenantMixin, new_id
 
 
 class Company(Base):
@@ -31,6 +31,14 @@ class Program(TenantMixin, Base):
     hold_ttl_seconds: Mapped[int] = mapped_column(Integer, default=900)
     enrollment_requires_otp: Mapped[bool] = mapped_column(Boolean, default=False)
     clawback_policy: Mapped[str] = mapped_column(String(20), default="UNLIMITED")
+    welcome_bonus: Mapped[int] = mapped_column(Money, default=0)
+    birthday_bonus: Mapped[int] = mapped_column(Money, default=0)
+    # JSON list of {name, minSpend, accrualBp} by minSpend (app.services.rewards.tiers).
+    tiers: Mapped[str] = mapped_column(Text, default="[]")
+    tier_window_days: Mapped[int | None] = mapped_column(Integer, nullable=True, default=365)
+    # Moved by every change to the company's campaigns: the register reads it with its context
+    # and reloads its cached campaigns when it moved (app.services.program.matching).
+    campaigns_version: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class Subscription(TenantMixin, Base):
@@ -49,3 +57,21 @@ class Subscription(TenantMixin, Base):
         if self.status in ("SUSPENDED", "CANCELLED"):
             return True
         return self.access_until is not None and now > self.access_until
+
+
+class Campaign(TenantMixin, Base):
+    """A time-boxed accrual percent for some stores, skus or catalog categories (CONTRACT §15).
+    Deleted campaigns stay, inactive, for the sales that name them."""
+
+    __tablename__ = "campaigns"
+    __table_args__ = (Index("ix_campaigns_newest", "company_id", "created_at"),)
+
+    name: Mapped[str] = mapped_column(String(100))
+    starts_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    ends_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    accrual_bp: Mapped[int] = mapped_column(Integer)
+    # JSON lists of strings; empty: the campaign does not narrow by that.
+    skus: Mapped[str] = mapped_column(Text, default="[]")
+    categories: Mapped[str] = mapped_column(Text, default="[]")
+    store_ids: Mapped[str] = mapped_column(Text, default="[]")
+    active: Mapped[bool] = mapped_column(Boolean, default=True)

@@ -55,6 +55,8 @@ class RewardAccount(Base):
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
         Index("ix_reward_accounts_available", "company_id", "available"),
+        Index("ix_reward_accounts_spend_oldest", "company_id", "spend_oldest_at"),
+        Index("ix_reward_accounts_birthday", "birthday_due_on"),
     )
 
     company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -65,6 +67,13 @@ class RewardAccount(Base):
     # Earliest availableAt among PENDING entries: maturing on touch costs nothing until then.
     next_maturity_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    # The tier's spend (CONTRACT §15), kept as sales are committed and returned, and the
+    # oldest sale it counts: once that leaves the window the spend is recomputed
+    # (app.services.rewards.spend).
+    spend: Mapped[int] = mapped_column(Money, default=0)
+    spend_oldest_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    # The Moscow date the next birthday bonus is due (null without a birth date).
+    birthday_due_on: Mapped[date | None] = mapped_column(Date, nullable=True)
 
 
 class LedgerEntry(TenantMixin, Base):

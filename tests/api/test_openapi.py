@@ -17,8 +17,8 @@ SPEC_SCHEMA_NAMES = set("""
     CreateCredentialRequest IssuedCredentialResponse CredentialListResponse HTTPValidationError
 """.split())
 # CONTRACT §13: the spec's 29 rows, revocation, OTP (2), webhook endpoints (3), gift-card lookup,
-# card page and card pass.
-OPERATION_COUNT = 38
+# card page and card pass; and §15: the program's change, campaigns create, list, change, delete.
+OPERATION_COUNT = 43
 
 
 def _openapi_path(rule: str) -> str:
@@ -62,7 +62,7 @@ def test_every_route_is_documented_with_its_markers(app, client):
             assert headers["X-Loyalty-Pos-Key"]["schema"]["maxLength"] == 128
             if operation.idempotency:
                 low, high = operation.idempotency
-                assert headers["Idempotency-Key"]["required"] is operation.key_required
+                assert headers["Idempotency-Key"]["required"] is operation.idempotency_required
                 assert headers["Idempotency-Key"]["schema"] == {"type": "string", "minLength": low,
                                                                 "maxLength": high}
             else:

@@ -68,14 +68,15 @@ class Shop:
             return customer.id
         return self.arrange(work)
 
-    def catalog(self, items: dict[str, tuple[bool, bool]], store_id: str | None = None) -> None:
-        """sku → (redeemable, accruable) in the store's catalog."""
+    def catalog(self, items: dict[str, tuple[bool, bool]], store_id: str | None = None,
+                categories: dict[str, str] | None = None) -> None:
+        """sku → (redeemable, accruable) in the store's catalog; `categories`: sku → category."""
         def work(session):
             for sku, (redeemable, accruable) in items.items():
                 session.add(CatalogItem(company_id=self.tenant.company_id,
                                         store_id=store_id or self.store_id, sku=sku, name=sku,
                                         price=100, redeemable=redeemable, accruable=accruable,
-                                        updated_at=utcnow()))
+                                        category=(categories or {}).get(sku), updated_at=utcnow()))
         self.arrange(work)
 
     def program(self, **changes) -> None:

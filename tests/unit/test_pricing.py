@@ -100,8 +100,10 @@ def test_excluded_line_takes_no_discount_and_says_why():
     lines = [ReceiptLine("a", 1000), ReceiptLine("b", 500, redeemable_item=False)]
     priced = quote(lines)
     assert priced.lines == (
-        PricedLine("a", 1000, redeemable=300, discount=300, accrual=35, restriction=None),
-        PricedLine("b", 500, redeemable=0, discount=0, accrual=25, restriction=ITEM_NOT_REDEEMABLE),
+        PricedLine("a", 1000, redeemable=300, discount=300, accrual=35, restriction=None,
+                   accrual_bp=500),
+        PricedLine("b", 500, redeemable=0, discount=0, accrual=25, restriction=ITEM_NOT_REDEEMABLE,
+                   accrual_bp=500),
     )
     assert (priced.redeemable, priced.discount, priced.accrual) == (300, 300, 60)
 

@@ -294,6 +294,9 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
     api = Integrator(client, tenant)
 
     # Every event comes from the operation that emits it, through the API.
+    program = api.call("PATCH", "/v1/program", {"tiers": [
+        {"name": "Base", "minSpend": "0", "accrualPercent": "5"},
+        {"name": "Silver", "minSpend": "100", "accrualPercent": "7"}]}, expect=200)
     customer = api.call("POST", "/v1/customers",
                         {"phone": "8 (912) 345-67-89", "firstName": "Иван"})
     challenge = api.call("POST", "/v1/otp-challenges",
@@ -331,9 +334,11 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
             .values(expires_at=utcnow() - timedelta(seconds=1)))
     workers.run_upkeep()
 
+    # The sale (210.00 paid) moved the customer up to Silver, its return back down to Base.
     expected = {"customer.created": 1, "otp.code_issued": 1, "reward.adjusted": 1,
                 "catalog.synced": 1, "checkout.hold.created": 3, "checkout.hold.released": 1,
-                "checkout.hold.expired": 1, "sale.committed": 1, "sale.returned": 1}
+                "checkout.hold.expired": 1, "sale.committed": 1, "sale.returned": 1,
+                "program.updated": 1, "customer.tier_changed": 2}
     assert set(expected) == set(EVENT_TYPES)
     eventually(lambda: len(hits_at(receiver, "/ok")) == sum(expected.values())
                and len(hits_at(receiver, "/target")) == 2, "every event delivered", [worker])
@@ -368,6 +373,9 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
     assert data["checkout.hold.expired"]["id"] == expiring["id"]
     assert data["sale.committed"]["id"] == sale["id"]
     assert data["sale.returned"]["id"] == returned["id"]
+    assert data["program.updated"] == program
+    assert data["customer.tier_changed"] == {"customerId": customer["id"], "from": "Silver",
+                                             "to": "Base"}
     # Another endpoint's secret does not verify: each endpoint signs with its own.
     with pytest.raises(WebhookVerificationError):
         verified(sales_secret, hits_at(receiver, "/ok")[0])

@@ -56,8 +56,9 @@ def card_by_token(session: Session, token: str, now: datetime) -> LoyaltyCard:
     if row is None:
         raise NotFound("card")
     customer, company, account = row
-    if account.next_maturity_at is not None and account.next_maturity_at <= now:
-        # Something has matured since the last touch: show it as available, as the register would.
+    if ledger.comes_due(account, now):
+        # Something has matured (or a birthday come) since the last touch: show it as
+        # available, as the register would.
         account = ledger.lock(UnitOfWork.of(session), company.id, customer.id, now)
     return LoyaltyCard(customer=customer, company=company, account=account)
 

@@ -24,10 +24,14 @@ class ReceiptLine:
     amount: int
     redeemable_item: bool = True
     accruable_item: bool = True
+    # The best campaign that applies to the line (CONTRACT §15): its percent, and its id.
+    campaign_bp: int = 0
+    campaign_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.amount < 0:
             raise ValueError(f"line {self.line_id}: amount must not be negative")
+        _check_bp("campaign_bp", self.campaign_bp)
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class PricedLine:
     discount: int
     accrual: int
     restriction: str | None
+    accrual_bp: int
+    campaign_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,14 @@ def line_accrual(amount: int, discount: int, accrual_bp: int, accruable_item: bo
     if not accruable_item:
         return 0
     return (amount - discount) * accrual_bp // BP_SCALE
+
+
+def line_accrual_bp(customer_bp: int, line: ReceiptLine) -> tuple[int, str | None]:
+    """The line's accrual percent: the largest of the customer's (tier, else program) and the
+    campaign's; the campaign is named only when its percent is the larger."""
+    if line.campaign_bp > customer_bp:
+        return line.campaign_bp, line.campaign_id
+    return customer_bp, None
 
 
 def spread(total: int, weights: list[int]) -> list[int]:
@@ -112,16 +126,20 @@ def _priced(
     accrual_bp: int,
 ) -> PricedReceipt:
     discounts = spread(discount, redeemables)
+    percents = [line_accrual_bp(accrual_bp, line) for line in lines]
     priced = tuple(
         PricedLine(
             line_id=line.line_id,
             amount=line.amount,
             redeemable=line_max,
             discount=line_discount,
-            accrual=line_accrual(line.amount, line_discount, accrual_bp, line.accruable_item),
+            accrual=line_accrual(line.amount, line_discount, line_bp, line.accruable_item),
             restriction=None if line.redeemable_item else ITEM_NOT_REDEEMABLE,
+            accrual_bp=line_bp,
+            campaign_id=campaign_id,
         )
-        for line, line_max, line_discount in zip(lines, redeemables, discounts)
+        for line, line_max, line_discount, (line_bp, campaign_id)
+        in zip(lines, redeemables, discounts, percents)
     )
     return PricedReceipt(
         lines=priced,

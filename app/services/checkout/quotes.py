@@ -15,7 +15,8 @@ from app.services.checkout.sessions import (ATTEMPTS, check_not_expired, hold_ha
                                             is_stopped, read_context)
 from app.services.checkout.statements import CATALOG_FLAGS, INSERT_QUOTE, QUOTED
 from app.services.errors import Conflict
-from app.services.rewards import ledger
+from app.services.program import matching
+from app.services.rewards import bonuses, ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 
 # Quotes
@@ -34,14 +35,37 @@ def _restriction(ctx, now: datetime, available: int,
     return None
 
 
-def _catalog_flags(work: UnitOfWork, company_id: str, store_id: str | None,
-                   lines: list[dict]) -> dict[str, tuple[bool, bool]]:
+_NOT_IN_CATALOG = (True, True, None)
+
+
+def _catalog_items(work: UnitOfWork, company_id: str, store_id: str | None,
+                   lines: list[dict]) -> dict[str, tuple[bool, bool, str | None]]:
+    """sku → (redeemable, accruable, category) of the store's catalog."""
     skus = sorted({line["sku"] for line in lines if line.get("sku")})
     if store_id is None or not skus:
         return {}
     rows = work.run(CATALOG_FLAGS, {"company": company_id, "store_id": store_id,
                                     "skus": skus})
-    return {sku: (redeemable, accruable) for sku, redeemable, accruable in rows}
+    return {sku: (redeemable, accruable, category) for sku, redeemable, accruable, category in rows}
+
+
+def _needs_lock(ctx, now: datetime, touched: bool) -> bool:
+    """Something about the account comes due at this touch: an expired hold to release,
+    accruals to mature, a birthday bonus, or sales leaving the tier window."""
+    return (touched or (ctx.next_maturity_at is not None and ctx.next_maturity_at <= now)
+            or bonuses.is_due(ctx.birthday_due_on, now)
+            or spend.is_stale(ctx.spend_oldest_at, ctx.tier_window_days, now))
+
+
+def _receipt(lines: list[dict], items: dict, campaigns: list[matching.LiveCampaign]):
+    receipt = []
+    for line in lines:
+        redeemable, accruable, category = items.get(line.get("sku"), _NOT_IN_CATALOG)
+        campaign = matching.best_for_line(campaigns, line.get("sku"), category) if campaigns else None
+        receipt.append(pricing.ReceiptLine(
+            line["line_id"], line["amount"], redeemable, accruable,
+            campaign.accrual_bp if campaign else 0, campaign.id if campaign else None))
+    return receipt
 
 
 def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: list[dict],
@@ -56,30 +80,37 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
         touched = hold_has_expired(ctx, now)
         if ctx.state != OPEN and not touched:
             raise Conflict(f"a quote needs an OPEN session; this one is {ctx.state}")
-        flags = _catalog_flags(work, company_id, ctx.store_id, lines)
+        items = _catalog_items(work, company_id, ctx.store_id, lines)
         if work.run(QUOTED, {"company": company_id, "session_id": session_id,
                              "seen": ctx.state, "new_quote_id": quote_id}).rowcount:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
 
-    available = ctx.available
-    if touched or (ctx.next_maturity_at is not None and ctx.next_maturity_at <= now):
+    available, customer_spend = ctx.available, ctx.spend
+    tier_list = tiers.from_stored(ctx.tiers)
+    if _needs_lock(ctx, now, touched):
         account = ledger.lock(work, company_id, ctx.customer_id, now)
         if touched:
             expire_touched_hold(work, company_id, session_id, account, now)
-        available = account.available
+        spend.refresh_noticed(work, account, ctx.tier_window_days, tier_list, now)
+        available, customer_spend = account.available, account.spend
 
-    receipt = [pricing.ReceiptLine(line["line_id"], line["amount"],
-                                   *flags.get(line.get("sku"), (True, True))) for line in lines]
+    campaigns = matching.running(
+        matching.live_campaigns(work, company_id, ctx.campaigns_version, now), ctx.store_id, now)
+    receipt = _receipt(lines, items, campaigns)
     reason = _restriction(ctx, now, available, receipt)
-    priced = pricing.price_receipt(receipt, max_redeem_bp=ctx.max_redeem_bp,
-                                   accrual_bp=ctx.accrual_bp, available=available,
-                                   redeem_cap=redeem_amount, redemption_allowed=reason is None)
+    priced = pricing.price_receipt(
+        receipt, max_redeem_bp=ctx.max_redeem_bp,
+        accrual_bp=tiers.customer_accrual_bp(tier_list, customer_spend, ctx.accrual_bp),
+        available=available, redeem_cap=redeem_amount, redemption_allowed=reason is None)
+    # The program's percent as quoted; the customer's tier is decided again at commit, the
+    # campaigns matched here are kept for it.
     stored = {"maxRedeemBp": ctx.max_redeem_bp, "accrualBp": ctx.accrual_bp, "lines": [
         {"lineId": line["line_id"], "sku": line.get("sku"), "name": line.get("name"),
          "quantity": line["quantity"], "price": line["price"], "amount": line["amount"],
-         "redeemableItem": item.redeemable_item, "accruableItem": item.accruable_item}
+         "redeemableItem": item.redeemable_item, "accruableItem": item.accruable_item,
+         "campaignBp": item.campaign_bp, "campaignId": item.campaign_id}
         for line, item in zip(lines, receipt)]}
     work.defer(INSERT_QUOTE, {
         "company_id": company_id, "id": quote_id, "checkout_session_id": session_id,

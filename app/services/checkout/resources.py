@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.services.wire import Balance, format_amount, format_quantity, format_timestamp
+from app.services.wire import (Balance, format_amount, format_percent, format_quantity,
+                               format_timestamp)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ class QuoteResource:
             "lines": [{"lineId": line.line_id, "amount": format_amount(line.amount),
                        "redeemable": format_amount(line.redeemable),
                        "discount": format_amount(line.discount),
-                       "accrual": format_amount(line.accrual), "restriction": line.restriction}
+                       "accrual": format_amount(line.accrual), "restriction": line.restriction,
+                       "accrualPercent": format_percent(line.accrual_bp),
+                       "campaignId": line.campaign_id}
                       for line in self.lines],
             "totalAmount": format_amount(self.total_amount),
             "redeemable": format_amount(self.redeemable), "discount": format_amount(self.discount),
@@ -91,12 +94,16 @@ class SaleLineResource:
     discount: int
     accrual: int
     returned_quantity: int
+    accrual_bp: int | None = None  # None: a sale committed before percents were kept per line
+    campaign_id: str | None = None
 
     def as_json(self) -> dict:
         return {"lineId": self.line_id, "sku": self.sku, "quantity": format_quantity(self.quantity),
                 "amount": format_amount(self.amount), "discount": format_amount(self.discount),
                 "accrual": format_amount(self.accrual),
-                "returnedQuantity": format_quantity(self.returned_quantity)}
+                "returnedQuantity": format_quantity(self.returned_quantity),
+                "accrualPercent": None if self.accrual_bp is None else format_percent(self.accrual_bp),
+                "campaignId": self.campaign_id}
 
 
 @dataclass(frozen=True)

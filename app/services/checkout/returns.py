@@ -24,7 +24,7 @@ from app.services.checkout.resources import ReturnLineResource, ReturnResource
 from app.services.checkout.sales import lines_of_sale
 from app.services.checkout.statements import SALE_LINES, SALES
 from app.services.errors import Conflict, InvalidField, NotFound
-from app.services.rewards import ledger
+from app.services.rewards import ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance
@@ -33,7 +33,8 @@ _PROGRAMS, _RETURNS, _LEDGER = Program.__table__, Return.__table__, LedgerEntry.
 
 # The sale's row lock serialises returns of one sale: each sees what the last one left.
 _LOCKED_SALE = (select(SALES.c.id, SALES.c.customer_id, SALES.c.state,
-                       SALES.c.accrual_available_at, _PROGRAMS.c.clawback_policy)
+                       SALES.c.accrual_available_at, SALES.c.committed_at, SALES.c.spend,
+                       _PROGRAMS.c.clawback_policy, _PROGRAMS.c.tiers, _PROGRAMS.c.tier_window_days)
                 .join(_PROGRAMS, _PROGRAMS.c.company_id == SALES.c.company_id)
                 .where(SALES.c.company_id == bindparam("company"),
                        SALES.c.id == bindparam("sale_id"))
@@ -50,7 +51,7 @@ _RETURN_LINE = (update(SALE_LINES)
                         reversed_accrual=bindparam("b_reversed_accrual")))
 _SALE_STATE = (update(SALES).where(SALES.c.company_id == bindparam("company"),
                                    SALES.c.id == bindparam("sale_id"))
-               .values(state=bindparam("b_state")))
+               .values(state=bindparam("b_state"), spend=bindparam("b_spend")))
 _INSERT_RETURN = insert(_RETURNS)
 
 
@@ -97,6 +98,9 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
     return_id = new_id()
     entry = {"now": now, "sale_id": sale_id, "return_id": return_id}
     account = ledger.lock(work, company_id, sale.customer_id, now)
+    # Before the sale's own new spend is written: the refresh reads the sales as they were.
+    spend_before = account.spend
+    spend.refresh(work, account, sale.tier_window_days, now)
     if restored:
         ledger.post(account, type="REDEMPTION_RESTORE", amount=restored, **entry)
     pending_left = 0
@@ -123,7 +127,12 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
                                             if line.line_id in returned else 0) == line.quantity
                   for line in all_lines)
     state = RETURNED if emptied else PARTIALLY_RETURNED
-    work.defer(_SALE_STATE, {"company": company_id, "sale_id": sale_id, "b_state": state})
+    sale_spend = sum(tiers.line_spend(
+        line.amount, line.discount, line.quantity,
+        line.returned_quantity + (returned[line.line_id].quantity if line.line_id in returned else 0))
+        for line in all_lines)
+    work.defer(_SALE_STATE, {"company": company_id, "sale_id": sale_id, "b_state": state,
+                             "b_spend": sale_spend})
     result = ReturnResource(
         id=return_id, sale_id=sale_id, customer_id=sale.customer_id, lines=tuple(shares),
         restored_redemption=restored, reversed_accrual=taken.from_pending + taken.from_available,
@@ -135,5 +144,17 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
         "restored_redemption": restored, "reversed_accrual": result.reversed_accrual,
         "forgiven_accrual": taken.forgiven})
     record_event(session, company_id, "sale.returned", result.as_json())
+    _less_spend(work, account, sale, sale_spend, spend_before, now)
     return result
+
+
+def _less_spend(work: UnitOfWork, account, sale, sale_spend: int, spend_before: int,
+                now: datetime) -> None:
+    """The tier's spend loses what the return took from a sale still in the window; a move
+    down is noticed here."""
+    since = tiers.window_start(now, sale.tier_window_days)
+    if since is None or sale.committed_at > since:
+        account.spend += sale_spend - sale.spend
+        account.updated_at = now
+    spend.notice_move(work.session, account, tiers.from_stored(sale.tiers), spend_before)
 

@@ -16,7 +16,7 @@ from app.services.checkout.sessions import ATTEMPTS, read_for_redemption
 from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSERT_SALE,
                                               INSERT_SALE_LINES, LINES_OF_SALE, SALE_BY_RECEIPT)
 from app.services.errors import Conflict, NotFound
-from app.services.rewards import ledger
+from app.services.rewards import ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 
@@ -49,13 +49,22 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     if ctx.state == HELD and captured is None:  # its time ran out: released, not captured
         expire_touched_hold(work, company_id, session_id, account, now)
     redeemed = captured.amount if captured is not None else 0
+    tier_list = tiers.from_stored(ctx.tiers)
+    spend.refresh_noticed(work, account, ctx.tier_window_days, tier_list, now)
 
     quote = json.loads(ctx.quote_lines)
     lines = quote["lines"]
+    # The tier is decided again here, on the spend before this sale (the sale that crosses a
+    # threshold earns at the old rate); the campaigns are those the quote showed.
     priced = pricing.price_commit(
         [pricing.ReceiptLine(line["lineId"], line["amount"], line["redeemableItem"],
-                             line["accruableItem"]) for line in lines],
-        max_redeem_bp=quote["maxRedeemBp"], accrual_bp=quote["accrualBp"], redeemed=redeemed)
+                             line["accruableItem"], line.get("campaignBp", 0),
+                             line.get("campaignId")) for line in lines],
+        max_redeem_bp=quote["maxRedeemBp"],
+        accrual_bp=tiers.customer_accrual_bp(tier_list, account.spend, quote["accrualBp"]),
+        redeemed=redeemed)
+    sale_spend = sum(tiers.line_spend(p.amount, p.discount, line["quantity"], 0)
+                     for line, p in zip(lines, priced.lines))
     sale_id = new_id()
     if redeemed:
         ledger.post(account, type="REDEMPTION", amount=-redeemed, now=now,
@@ -75,7 +84,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         customer_id=ctx.customer_id, state=COMMITTED, total_amount=priced.total_amount,
         redeemed=redeemed, accrued=priced.accrual, accrual_available_at=accrual_available_at,
         lines=tuple(SaleLineResource(line["lineId"], line["sku"], line["quantity"], line["amount"],
-                                     p.discount, p.accrual, 0)
+                                     p.discount, p.accrual, 0, p.accrual_bp, p.campaign_id)
                     for line, p in zip(lines, priced.lines)),
         receipt_text=tuple(text), committed_at=now)
     try:
@@ -85,7 +94,8 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
             "quote_id": quote_id, "state": COMMITTED, "total_amount": sale.total_amount,
             "redeemed": redeemed, "accrued": sale.accrued,
             "accrual_available_at": accrual_available_at, "committed_at": now,
-            "receipt_text": json.dumps(text, ensure_ascii=False), "created_at": now})
+            "receipt_text": json.dumps(text, ensure_ascii=False), "created_at": now,
+            "spend": sale_spend})
     except IntegrityError:  # another session of the same receipt committed first
         raise Conflict("this receipt already has a committed sale",
                        code="receipt_already_committed") from None
@@ -94,9 +104,12 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
          "position": position, "sku": line["sku"], "name": line["name"],
          "quantity": line["quantity"], "amount": line["amount"], "discount": p.discount,
          "accrual": p.accrual, "returned_quantity": 0, "restored_redemption": 0,
-         "reversed_accrual": 0}
+         "reversed_accrual": 0, "accrual_bp": p.accrual_bp, "campaign_id": p.campaign_id}
         for position, (line, p) in enumerate(zip(lines, priced.lines))])
     record_event(session, company_id, "sale.committed", sale.as_json())
+    spend_before = account.spend
+    spend.add_sale(account, sale_spend, now)
+    spend.notice_move(session, account, tier_list, spend_before)
     return sale
 
 
@@ -109,7 +122,8 @@ def sale_resource(sale, lines) -> SaleResource:
         state=sale.state, total_amount=sale.total_amount, redeemed=sale.redeemed,
         accrued=sale.accrued, accrual_available_at=sale.accrual_available_at,
         lines=tuple(SaleLineResource(line.line_id, line.sku, line.quantity, line.amount,
-                                     line.discount, line.accrual, line.returned_quantity)
+                                     line.discount, line.accrual, line.returned_quantity,
+                                     line.accrual_bp, line.campaign_id)
                     for line in lines),
         receipt_text=tuple(json.loads(sale.receipt_text or "[]")), committed_at=sale.committed_at)
 

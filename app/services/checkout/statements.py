@@ -36,8 +36,8 @@ _ACCOUNT_OF_SESSION = (_OF_SESSION_COMPANY[_ACCOUNTS],
                        _ACCOUNTS.c.customer_id == SESSIONS.c.customer_id)
 
 # Everything an operation on a session needs, in one statement: the session, the program's
-# percents, the subscription, the named quote, the terminal's state, the store's time zone,
-# the active hold, the account's balance and any sale already made for the receipt. The
+# percents, tiers and campaigns' version, the subscription, the named quote, the terminal's state, the store's time zone,
+# the active hold, the account's balance, spend and birthday, and any sale already made for the receipt. The
 # optional parts are scalar subqueries rather than outer joins: PostgreSQL plans a nine-way
 # join in milliseconds, which on this path costs more than running it.
 CONTEXT = (
@@ -45,7 +45,9 @@ CONTEXT = (
            SESSIONS.c.terminal_id, SESSIONS.c.store_id, SESSIONS.c.state,
            SESSIONS.c.latest_quote_id, SESSIONS.c.expires_at,
            _PROGRAMS.c.accrual_bp, _PROGRAMS.c.max_redeem_bp, _PROGRAMS.c.accrual_delay_days,
-           _PROGRAMS.c.hold_ttl_seconds, _SUBSCRIPTIONS.c.status, _SUBSCRIPTIONS.c.access_until,
+           _PROGRAMS.c.hold_ttl_seconds, _PROGRAMS.c.tiers, _PROGRAMS.c.tier_window_days,
+           _PROGRAMS.c.campaigns_version,
+           _SUBSCRIPTIONS.c.status, _SUBSCRIPTIONS.c.access_until,
            QUOTES.c.id.label("quote_id"), QUOTES.c.lines.label("quote_lines"),
            QUOTES.c.discount.label("quote_discount"),
            _of_session(_TERMINALS.c.state, _OF_SESSION_COMPANY[_TERMINALS],
@@ -58,6 +60,9 @@ CONTEXT = (
            _of_session(_ACCOUNTS.c.available, *_ACCOUNT_OF_SESSION).label("available"),
            _of_session(_ACCOUNTS.c.next_maturity_at,
                        *_ACCOUNT_OF_SESSION).label("next_maturity_at"),
+           _of_session(_ACCOUNTS.c.spend, *_ACCOUNT_OF_SESSION).label("spend"),
+           _of_session(_ACCOUNTS.c.spend_oldest_at, *_ACCOUNT_OF_SESSION).label("spend_oldest_at"),
+           _of_session(_ACCOUNTS.c.birthday_due_on, *_ACCOUNT_OF_SESSION).label("birthday_due_on"),
            _of_session(SALES.c.id, _OF_SESSION_COMPANY[SALES],
                        SALES.c.external_receipt_id == SESSIONS.c.external_receipt_id)
            .label("sale_id"))
@@ -91,7 +96,8 @@ CREATION_CONTEXT = select(
       for column in (_CASHIERS.c.id, _CASHIERS.c.name)),
 )
 
-CATALOG_FLAGS = select(CATALOG.c.sku, CATALOG.c.redeemable, CATALOG.c.accruable).where(
+CATALOG_FLAGS = select(CATALOG.c.sku, CATALOG.c.redeemable, CATALOG.c.accruable,
+                       CATALOG.c.category).where(
     CATALOG.c.company_id == bindparam("company"), CATALOG.c.store_id == bindparam("store_id"),
     CATALOG.c.sku.in_(bindparam("skus", expanding=True)))
 

@@ -13,7 +13,7 @@ from app.models.base import new_id
 from app.services.cards import identifiers
 from app.services.customers import otp, phones
 from app.services.errors import Conflict, NotFound
-from app.services.rewards import ledger
+from app.services.rewards import bonuses, ledger
 from app.services.rewards.accounts import LARGEST_BALANCE, fresh
 from app.services.tenancy import companies
 from app.services.unit_of_work import UnitOfWork
@@ -76,10 +76,11 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
                    last_name: str | None = None, birth_date: date | None = None,
                    email: str | None = None, enrollment_challenge_id: str | None = None,
                    public_base_url: str, now: datetime) -> CustomerBalance:
-    """A customer with a loyalty card and an empty bonus account, in one transaction. When the
+    """A customer with a loyalty card and a bonus account, in one transaction: empty, or with
+    the program's welcome bonus (and the birthday bonus, enrolled on the birthday). When the
     program requires OTP (or a challenge is named anyway) a confirmed, unused ENROLLMENT
     challenge for the phone is spent. Emits customer.created, whose card link is on
-    `public_base_url`."""
+    `public_base_url`, then reward.adjusted for each bonus."""
     ensure_not_enrolled(session, company_id, phone)
     program = companies.get_program(session, company_id)
     if program.enrollment_requires_otp or enrollment_challenge_id:
@@ -96,11 +97,26 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
                 session.add(customer)
                 session.flush()
                 record_names(session, company_id, [customer.id])
-                account = ledger.open_account(UnitOfWork.of(session), company_id, customer.id, now)
+                work = UnitOfWork.of(session)
+                account = ledger.open_account(
+                    work, company_id, customer.id, now,
+                    birthday_due_on=bonuses.next_birthday(birth_date, bonuses.today(now)))
                 session.flush()
+            credited = []
+            if program.welcome_bonus:
+                credited.append(ledger.post(account, type="BONUS", amount=program.welcome_bonus,
+                                            now=now, basis=bonuses.WELCOME))
+            if bonuses.is_due(account.birthday_due_on, now):
+                if program.birthday_bonus:
+                    credited.append(ledger.post(account, type="BONUS", amount=program.birthday_bonus,
+                                                now=now, basis=bonuses.BIRTHDAY))
+                account.birthday_due_on = bonuses.after_credit(birth_date, now)
             created = CustomerBalance(customer, Balance.of(account))
             record_event(session, company_id, "customer.created",
                          customer_as_json(created, public_base_url))
+            for entry in credited:
+                record_event(session, company_id, "reward.adjusted",
+                             ledger.adjustment_as_json(entry, account))
             return created
         except IntegrityError:
             ensure_not_enrolled(session, company_id, phone)

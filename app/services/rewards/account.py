@@ -8,7 +8,7 @@ changes after a write-out is written again at commit, never lost.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import bindparam, insert, select, update
 
@@ -17,7 +17,8 @@ from app.models import LedgerEntry, RewardAccount
 ACCOUNTS = RewardAccount.__table__
 LOCK = (select(ACCOUNTS.c.company_id, ACCOUNTS.c.customer_id, ACCOUNTS.c.available,
                ACCOUNTS.c.pending, ACCOUNTS.c.reserved, ACCOUNTS.c.next_maturity_at,
-               ACCOUNTS.c.updated_at)
+               ACCOUNTS.c.updated_at, ACCOUNTS.c.spend, ACCOUNTS.c.spend_oldest_at,
+               ACCOUNTS.c.birthday_due_on)
         .where(ACCOUNTS.c.company_id == bindparam("company_id"),
                ACCOUNTS.c.customer_id == bindparam("customer_id"))
         .with_for_update())
@@ -27,7 +28,9 @@ _SAVE = (update(ACCOUNTS)
                 ACCOUNTS.c.customer_id == bindparam("b_customer_id"))
          .values(available=bindparam("b_available"), pending=bindparam("b_pending"),
                  reserved=bindparam("b_reserved"), next_maturity_at=bindparam("b_next_maturity_at"),
-                 updated_at=bindparam("b_updated_at")))
+                 updated_at=bindparam("b_updated_at"), spend=bindparam("b_spend"),
+                 spend_oldest_at=bindparam("b_spend_oldest_at"),
+                 birthday_due_on=bindparam("b_birthday_due_on")))
 _INSERT_ENTRIES = insert(LedgerEntry.__table__)
 
 
@@ -40,6 +43,11 @@ class Account:
     reserved: int
     next_maturity_at: datetime | None
     updated_at: datetime
+    # The tier's spend and its oldest sale (app/services/rewards/spend.py); the day the next
+    # birthday bonus is due (app/services/rewards/bonuses.py).
+    spend: int = 0
+    spend_oldest_at: datetime | None = None
+    birthday_due_on: date | None = None
     # Entries posted since the last write-out: rows of ledger_entries, as values.
     new_entries: list[dict] = field(default_factory=list)
     written: tuple = ()
@@ -49,7 +57,7 @@ class Account:
 
     def _figures(self) -> tuple:
         return (self.available, self.pending, self.reserved, self.next_maturity_at,
-                self.updated_at)
+                self.updated_at, self.spend, self.spend_oldest_at, self.birthday_due_on)
 
     def writes(self) -> list[tuple]:
         """(statement, params) that bring the stored account up to this one; none when
@@ -62,6 +70,7 @@ class Account:
             "b_company_id": self.company_id, "b_customer_id": self.customer_id,
             "b_available": self.available, "b_pending": self.pending,
             "b_reserved": self.reserved, "b_next_maturity_at": self.next_maturity_at,
-            "b_updated_at": self.updated_at}))
+            "b_updated_at": self.updated_at, "b_spend": self.spend,
+            "b_spend_oldest_at": self.spend_oldest_at, "b_birthday_due_on": self.birthday_due_on}))
         self.new_entries, self.written = [], figures
         return writes

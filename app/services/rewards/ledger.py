@@ -6,7 +6,9 @@ under a row lock on the account, so concurrent holds and debits serialise:
     pending   = Σ PENDING entries
     reserved  = Σ amounts of ACTIVE holds
 PENDING entries mature to ACTIVE at `available_at`, on first touch of the account (so
-correctness never waits for the scheduler) and by a periodic job.
+correctness never waits for the scheduler) and by a periodic job; a birthday bonus due today
+(app/services/rewards/bonuses.py) is credited the same way. Welcome and birthday bonuses are
+BONUS entries posted as a positive adjustment is.
 
 An account is changed as an `Account` (app/services/rewards/account.py) held by the
 transaction's unit of work, which writes it out; reading one without changing it may use
@@ -14,7 +16,7 @@ the ORM's RewardAccount.
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
@@ -22,12 +24,16 @@ from sqlalchemy.orm import Session
 from app.models import LedgerEntry, RewardAccount
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
+from app.services.rewards import bonuses
 from app.services.rewards.account import LOCK, OPEN, Account
 from app.services.unit_of_work import UnitOfWork
+from app.services.webhooks.outbox import record_event
+from app.services.wire import Balance, format_amount, format_timestamp
 
 # PENDING entries mature to ACTIVE; no other status is written.
 ENTRY_STATUSES = ("PENDING", "ACTIVE")
-ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY")
+ENTRY_TYPES = ("ACCRUAL", "REDEMPTION", "ADJUSTMENT", "REDEMPTION_RESTORE", "ACCRUAL_REVERSAL", "EXPIRY",
+               "BONUS")
 
 _ENTRIES = LedgerEntry.__table__
 _OF_ACCOUNT = (_ENTRIES.c.company_id == bindparam("b_company_id"),
@@ -40,19 +46,22 @@ _NEXT_MATURITY = select(func.min(_ENTRIES.c.available_at)).where(
     *_OF_ACCOUNT, _ENTRIES.c.status == "PENDING")
 
 
-def open_account(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> Account:
+def open_account(work: UnitOfWork, company_id: str, customer_id: str, now: datetime,
+                 birthday_due_on: date | None = None) -> Account:
     """A new customer's empty account, written at once (enrolment may retry on a clash)."""
-    account = Account(company_id, customer_id, 0, 0, 0, None, now)
+    account = Account(company_id, customer_id, 0, 0, 0, None, now,
+                      birthday_due_on=birthday_due_on)
     work.run(OPEN, {"company_id": company_id, "customer_id": customer_id, "available": 0,
-                    "pending": 0, "reserved": 0, "next_maturity_at": None, "updated_at": now})
+                    "pending": 0, "reserved": 0, "next_maturity_at": None, "updated_at": now,
+                    "spend": 0, "spend_oldest_at": None, "birthday_due_on": birthday_due_on})
     work.accounts[(company_id, customer_id)] = account
     return account
 
 
 def lock(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> Account:
     """The account under its row lock (FOR UPDATE on PostgreSQL; SQLite's write transaction
-    is already exclusive), with whatever has come due matured. Locked once per transaction:
-    again, it is the same object."""
+    is already exclusive), with whatever has come due matured and a birthday bonus due today
+    credited. Locked once per transaction: again, it is the same object."""
     account = work.accounts.get((company_id, customer_id))
     if account is not None:
         return account
@@ -61,7 +70,43 @@ def lock(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> 
         raise NotFound("customer")
     account = work.accounts[(company_id, customer_id)] = Account(*row)
     mature_due(work, account, now)
+    if bonuses.is_due(account.birthday_due_on, now):
+        _credit_birthday(work, account, now)
     return account
+
+
+def comes_due(account, now: datetime) -> bool:
+    """A read of the account (ORM or locked) should lock it first: accruals to mature or a
+    birthday bonus to credit (correctness never waits for the periodic job)."""
+    return ((account.next_maturity_at is not None and account.next_maturity_at <= now)
+            or bonuses.is_due(account.birthday_due_on, now))
+
+
+def _credit_birthday(work: UnitOfWork, account: Account, now: datetime) -> None:
+    amount, birth = work.run(bonuses.BIRTHDAY_OF, {"company_id": account.company_id,
+                                                   "customer_id": account.customer_id}).one()
+    if amount:
+        credit_bonus(work, account, amount, bonuses.BIRTHDAY, now)
+    account.birthday_due_on = bonuses.after_credit(birth, now)
+    account.updated_at = now
+
+
+def credit_bonus(work: UnitOfWork, account: Account, amount: int, basis: str,
+                 now: datetime) -> dict:
+    """A welcome or birthday bonus: a BONUS entry, ACTIVE at once, posted as a positive
+    adjustment is, and `reward.adjusted`."""
+    entry = post(account, type="BONUS", amount=amount, now=now, basis=basis)
+    record_event(work.session, account.company_id, "reward.adjusted",
+                 adjustment_as_json(entry, account))
+    return entry
+
+
+def adjustment_as_json(entry: dict, account: Account) -> dict:
+    """An adjustment or a bonus as RewardAdjustmentResponse (and `reward.adjusted`) shows it."""
+    return {"id": entry["id"], "customerId": entry["customer_id"],
+            "amount": format_amount(entry["amount"]), "basis": entry["basis"],
+            "balance": Balance.of(account).as_json(),
+            "createdAt": format_timestamp(entry["created_at"])}
 
 
 def post(account: Account, *, type: str, amount: int, now: datetime,

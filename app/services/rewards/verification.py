@@ -1,13 +1,16 @@
 """`flask ledger verify`: every account recomputed from its entries and holds, in the database."""
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import and_, case, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
-from app.models import Hold, LedgerEntry, RewardAccount
+from app.models import Hold, LedgerEntry, Program, RewardAccount, Sale, SaleLine
+from app.services.rewards import tiers
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,40 @@ def _differences(session: Session, company_id: str | None, after: Key | None,
         for column, was, should in zip(computed, stored, expected):
             if was != should:
                 differences.append(Difference(company, customer, column, int(was), int(should)))
+    return differences
+
+
+def verify_spend(session: Session, now: datetime, company_id: str | None = None) -> list[Difference]:
+    """Every account's tier spend against its definition (CONTRACT §15), recomputed line by
+    line from the sales: Σ floor((amount − discount) × (quantity − returned) / quantity) over
+    the sales committed in the window. An account whose oldest counted sale has left the
+    window and is not recomputed yet (the periodic job is on its way) is held to the sales
+    it counted: those from that oldest one on."""
+    programs = select(Program.company_id, Program.tier_window_days)
+    if company_id is not None:
+        programs = programs.where(Program.company_id == company_id)
+    differences = []
+    for company, window_days in session.execute(programs.order_by(Program.company_id)).all():
+        since = tiers.window_start(now, window_days)
+        stored = {customer: (spend, oldest) for customer, spend, oldest in session.execute(
+            select(RewardAccount.customer_id, RewardAccount.spend, RewardAccount.spend_oldest_at)
+            .where(RewardAccount.company_id == company))}
+        computed: dict[str, int] = defaultdict(int)
+        lines = session.execute(
+            select(Sale.customer_id, Sale.committed_at, SaleLine.amount, SaleLine.discount,
+                   SaleLine.quantity, SaleLine.returned_quantity)
+            .join(SaleLine, and_(SaleLine.company_id == Sale.company_id, SaleLine.sale_id == Sale.id))
+            .where(Sale.company_id == company).execution_options(yield_per=10_000))
+        for customer, committed_at, amount, discount, quantity, returned in lines:
+            oldest = stored.get(customer, (0, None))[1]
+            counted = (since is None or committed_at > since
+                       or (oldest is not None and oldest <= since and committed_at >= oldest))
+            if counted:
+                computed[customer] += tiers.line_spend(amount, discount, quantity, returned)
+        for customer, (spend, _) in sorted(stored.items()):
+            if spend != computed.get(customer, 0):
+                differences.append(Difference(company, customer, "spend", spend,
+                                              computed.get(customer, 0)))
     return differences
 
 

@@ -23,6 +23,7 @@ EVENT_TYPES = (
     "customer.created", "reward.adjusted",
     "checkout.hold.created", "checkout.hold.released", "checkout.hold.expired",
     "sale.committed", "sale.returned", "catalog.synced", "otp.code_issued",
+    "program.updated", "customer.tier_changed",
 )
 
 

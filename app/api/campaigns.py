@@ -1,0 +1,57 @@
+"""Campaigns: a higher accrual percent for a while, on some stores, skus or categories
+(CONTRACT §15)."""
+from __future__ import annotations
+
+from flask import g
+from flask.views import MethodView
+
+from app.api.base import Blueprint, json_response
+from app.api.campaigns_schemas import (CampaignListResponse, CampaignResponse,
+                                       CreateCampaignRequest, UpdateCampaignRequest)
+from app.api.paging import PageArgs
+from app.db import request_session, utcnow
+from app.services.program import campaigns
+
+blp = Blueprint("campaigns", __name__, url_prefix="/v1", description="Campaigns")
+
+
+@blp.route("/campaigns")
+class Campaigns(MethodView):
+    @blp.operation("createCampaign", scope="program:write", idempotency=(8, 100),
+                   idempotency_required=False)
+    @blp.arguments(CreateCampaignRequest)
+    @blp.response(201, CampaignResponse)
+    def post(self, body):
+        """Start a campaign: its percent replaces a smaller one on the lines it covers."""
+        campaign = campaigns.create_campaign(
+            request_session(), g.company_id, name=body["name"], starts_at=body["startsAt"],
+            ends_at=body["endsAt"], accrual_bp=body["accrualPercent"], skus=body["skus"],
+            categories=body["categories"], store_ids=body["storeIds"], now=utcnow())
+        return json_response(campaigns.campaign_as_json(campaign), 201)
+
+    @blp.operation("listCampaigns", scope="program:read")
+    @blp.arguments(PageArgs, location="query")
+    @blp.response(200, CampaignListResponse)
+    def get(self, args):
+        """The company's campaigns, newest first (deleted ones too, inactive)."""
+        return json_response(campaigns.list_campaigns(
+            request_session(), g.company_id, page=args["page"], page_size=args["page_size"]), 200)
+
+
+@blp.route("/campaigns/<campaign_id>")
+class CampaignById(MethodView):
+    @blp.operation("updateCampaign", scope="program:write")
+    @blp.arguments(UpdateCampaignRequest)
+    @blp.response(200, CampaignResponse)
+    def patch(self, body, campaign_id):
+        """Rename, end earlier or later, pause or resume a campaign."""
+        campaign = campaigns.update_campaign(
+            request_session(), g.company_id, campaign_id, name=body.get("name"),
+            ends_at=body.get("endsAt"), active=body.get("active"))
+        return json_response(campaigns.campaign_as_json(campaign), 200)
+
+    @blp.operation("deleteCampaign", scope="program:write")
+    @blp.response(204)
+    def delete(self, campaign_id):
+        """End the campaign; it is kept, inactive, for the sales that used it."""
+        campaigns.delete_campaign(request_session(), g.company_id, campaign_id)

@@ -1,0 +1,51 @@
+"""Changing the program (CONTRACT §15): `PATCH /v1/program` and `flask programs set` both come
+here, so every change emits `program.updated`."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from app.models import Program
+from app.services.rewards import spend, tiers
+from app.services.tenancy import companies
+from app.services.webhooks.outbox import record_event
+from app.services.wire import format_amount, format_percent
+
+# None in a change means "leave it"; the tier window may be set to null (all time), so for it
+# "leave it" is this instead.
+UNCHANGED = object()
+
+
+def program_as_json(program: Program) -> dict:
+    """The program as ProgramResponse (and `program.updated`) shows it."""
+    return {"id": program.id, "name": program.name, "currency": "RUB",
+            "accrualPercent": format_percent(program.accrual_bp),
+            "maxRedeemPercent": format_percent(program.max_redeem_bp),
+            "accrualDelayDays": program.accrual_delay_days,
+            "holdTtlSeconds": program.hold_ttl_seconds,
+            "enrollmentRequiresOtp": program.enrollment_requires_otp,
+            "clawbackPolicy": program.clawback_policy,
+            "welcomeBonus": format_amount(program.welcome_bonus),
+            "birthdayBonus": format_amount(program.birthday_bonus),
+            "tiers": tiers.as_json(tiers.from_stored(program.tiers)),
+            "tierWindowDays": program.tier_window_days}
+
+
+def change_program(session: Session, company_id: str, *, now: datetime,
+                   tier_list: list[tiers.Tier] | None = None,
+                   tier_window_days: int | None | object = UNCHANGED, **changes) -> Program:
+    """Apply the changes given (None: unchanged), `program.updated`. A new window recomputes
+    every customer's spend over it."""
+    problem = None if tier_list is None else tiers.tiers_problem(tier_list)
+    if problem:
+        raise ValueError(problem)
+    if tier_list is not None:
+        changes["tiers"] = tiers.stored(tier_list)
+    program = companies.update_program(session, company_id, **changes)
+    if tier_window_days is not UNCHANGED and tier_window_days != program.tier_window_days:
+        program.tier_window_days = tier_window_days
+        session.flush()
+        spend.recompute_company(session, company_id, tier_window_days, now)
+    record_event(session, company_id, "program.updated", program_as_json(program))
+    return program

@@ -1,0 +1,151 @@
+"""Which percent a quote line earns (CONTRACT §15): the customer's, or the largest applying
+campaign's, matched by store, sku and the catalog's category; kept on the sale's lines."""
+from __future__ import annotations
+
+from sqlalchemy import event
+
+from tests.checkout.conftest import line
+from tests.program.helpers import change_program, create_campaign, moment
+
+RECEIPT = [line("1", "100.00", sku="LATTE"), line("2", "100.00", sku="BUN"),
+           line("3", "100.00")]
+
+
+def percents(quote: dict) -> list[tuple[str, str | None]]:
+    return [(item["accrualPercent"], item["campaignId"]) for item in quote["lines"]]
+
+
+def quoted(register, customer: str, lines=RECEIPT) -> dict:
+    return register.quote(register.open(customer)["id"], lines)
+
+
+def test_without_campaigns_every_line_earns_the_programs_percent(register, shop):
+    quote = quoted(register, shop.customer())
+    assert percents(quote) == [("5.00", None)] * 3
+    assert quote["accrual"] == "15.00"
+
+
+def test_a_campaign_naming_nothing_covers_every_line(client, register, shop):
+    campaign = create_campaign(client, shop.tenant, accrualPercent="8")
+    quote = quoted(register, shop.customer())
+    assert percents(quote) == [("8.00", campaign["id"])] * 3
+    assert [item["accrual"] for item in quote["lines"]] == ["8.00"] * 3
+
+
+def test_a_campaign_matches_by_sku_or_by_the_catalog_category(client, register, shop):
+    shop.catalog({"LATTE": (True, True), "BUN": (True, True)}, categories={"BUN": "bakery"})
+    by_sku = create_campaign(client, shop.tenant, accrualPercent="9", skus=["LATTE"])
+    by_category = create_campaign(client, shop.tenant, accrualPercent="7", categories=["bakery"])
+    quote = quoted(register, shop.customer())
+    assert percents(quote) == [("9.00", by_sku["id"]), ("7.00", by_category["id"]), ("5.00", None)]
+
+
+def test_a_category_counts_only_in_the_stores_catalog(client, register, shop):
+    create_campaign(client, shop.tenant, accrualPercent="7", categories=["bakery"])
+    other_store = _store(client, shop)
+    shop.catalog({"BUN": (True, True)}, store_id=other_store, categories={"BUN": "bakery"})
+    assert percents(quoted(register, shop.customer()))[1] == ("5.00", None)
+
+
+def _store(client, shop) -> str:
+    response = client.post("/v1/stores", json={
+        "name": "Second", "address": "Mira 2", "city": "Moscow", "latitude": 55.7,
+        "longitude": 37.6}, headers=shop.tenant.headers())
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["id"]
+
+
+def test_a_campaign_for_other_stores_does_not_apply(client, register, shop):
+    create_campaign(client, shop.tenant, accrualPercent="9", storeIds=[_store(client, shop)])
+    here = create_campaign(client, shop.tenant, accrualPercent="6", storeIds=[shop.store_id])
+    assert percents(quoted(register, shop.customer())) == [("6.00", here["id"])] * 3
+    # A session without a store: a campaign naming stores never applies.
+    register.pos = False
+    session = register.open(shop.customer())
+    assert percents(register.quote(session["id"], RECEIPT)) == [("5.00", None)] * 3
+
+
+def test_the_largest_percent_wins_and_campaigns_do_not_add_up(client, register, shop):
+    create_campaign(client, shop.tenant, accrualPercent="7")
+    largest = create_campaign(client, shop.tenant, accrualPercent="11", skus=["LATTE"])
+    create_campaign(client, shop.tenant, accrualPercent="9", skus=["LATTE"])
+    quote = quoted(register, shop.customer())
+    assert percents(quote)[0] == ("11.00", largest["id"])
+    assert quote["lines"][0]["accrual"] == "11.00"
+
+
+def test_a_smaller_campaign_leaves_the_customers_percent(client, register, shop):
+    create_campaign(client, shop.tenant, accrualPercent="3")
+    create_campaign(client, shop.tenant, accrualPercent="5")  # equal: still the customer's own
+    assert percents(quoted(register, shop.customer())) == [("5.00", None)] * 3
+
+
+def test_only_running_active_campaigns_apply(client, register, shop):
+    create_campaign(client, shop.tenant, accrualPercent="20", startsAt=moment(hours=1),
+                    endsAt=moment(days=1))
+    create_campaign(client, shop.tenant, accrualPercent="30", startsAt=moment(days=-3),
+                    endsAt=moment(seconds=-1))
+    paused = create_campaign(client, shop.tenant, accrualPercent="40")
+    client.patch(f"/v1/campaigns/{paused['id']}", json={"active": False},
+                 headers=shop.tenant.headers())
+    deleted = create_campaign(client, shop.tenant, accrualPercent="50")
+    client.delete(f"/v1/campaigns/{deleted['id']}", headers=shop.tenant.headers())
+    assert percents(quoted(register, shop.customer())) == [("5.00", None)] * 3
+
+
+def test_an_item_that_does_not_accrue_earns_nothing_under_a_campaign(client, register, shop):
+    shop.catalog({"LATTE": (True, False)})
+    campaign = create_campaign(client, shop.tenant, accrualPercent="10")
+    quote = quoted(register, shop.customer())
+    assert quote["lines"][0]["accrual"] == "0.00"
+    assert percents(quote)[0] == ("10.00", campaign["id"])
+
+
+def test_the_sale_keeps_each_lines_percent_and_campaign(client, register, shop):
+    campaign = create_campaign(client, shop.tenant, accrualPercent="10", skus=["LATTE"])
+    customer = shop.customer("100.00")
+    done = register.checkout(customer, RECEIPT)
+    sale, quote = done["sale"], done["quote"]
+    assert [(item["accrualPercent"], item["campaignId"]) for item in sale["lines"]] == [
+        ("10.00", campaign["id"]), ("5.00", None), ("5.00", None)]
+    # 30 % of each line redeemed (90.00 of the 100.00 balance): each pays 70.00.
+    assert [item["accrual"] for item in sale["lines"]] == ["7.00", "3.50", "3.50"]
+    assert sale["accrued"] == quote["accrual"] == "14.00"
+    looked_up = register.lookup(sale["externalReceiptId"])
+    assert looked_up["lines"] == sale["lines"]
+
+
+def test_a_campaign_change_reaches_the_next_quote(app, client, register, shop):
+    """The campaigns are cached per company; a change moves the program's version, and the next
+    quote reads them again, once."""
+    campaign = create_campaign(client, shop.tenant, accrualPercent="10")
+    customer = shop.customer()
+    assert percents(quoted(register, customer))[0] == ("10.00", campaign["id"])
+    client.patch(f"/v1/campaigns/{campaign['id']}", json={"active": False},
+                 headers=shop.tenant.headers())
+    with _statements(app) as seen:
+        assert percents(quoted(register, customer))[0] == ("5.00", None)
+    reloads = [sql for sql in seen if "FROM campaigns" in sql]
+    assert len(reloads) == 1
+    with _statements(app) as seen:
+        quoted(register, customer)
+    assert not [sql for sql in seen if "FROM campaigns" in sql]
+    bigger = create_campaign(client, shop.tenant, accrualPercent="12")
+    assert percents(quoted(register, customer))[0] == ("12.00", bigger["id"])
+    change_program(client, shop.tenant, accrualPercent="15")
+    assert percents(quoted(register, customer))[0] == ("15.00", None)
+
+
+class _statements:
+    def __init__(self, app):
+        self.engine, self.seen = app.extensions["engine"], []
+
+    def _count(self, conn, cursor, statement, *args):
+        self.seen.append(statement)
+
+    def __enter__(self):
+        event.listen(self.engine, "before_cursor_execute", self._count)
+        return self.seen
+
+    def __exit__(self, *exc):
+        event.remove(self.engine, "before_cursor_execute", self._count)
