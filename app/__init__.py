@@ -20,6 +20,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     configure(app, settings)
     register_database(app, settings)
     register_api(app)
+    register_rate_limit(app, settings)
     register_delivery(app, settings)
     register_metrics(app)
     register_cli(app)
@@ -75,6 +76,12 @@ def register_api(app: Flask) -> None:
     register_error_handlers(app)
     register_request_hooks(app)
     app.extensions["api"] = api
+
+
+def register_rate_limit(app: Flask, settings: Settings) -> None:
+    from app.rate_limit import register_rate_limit as register
+
+    register(app, settings)
 
 
 def register_delivery(app: Flask, settings: Settings) -> None:

@@ -15,6 +15,8 @@ DEFAULT_DATABASE_URL = f"sqlite:///{INSTANCE_DIR / 'loyalty.db'}"
 # Only for the embedded SQLite default: a pepper in the open is no secret.
 DEVELOPMENT_PEPPER = "development-pepper-not-for-production"
 DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
+# A large chain's registers may share one key: 100 requests a second, about 25 checkouts.
+DEFAULT_RATE_LIMIT = "6000/minute"
 # Where `make run` serves; card links sent to shoppers are built on it, never on the Host header.
 DEVELOPMENT_BASE_URL = "http://127.0.0.1:8000"
 
@@ -55,6 +57,20 @@ def _int(env: dict, name: str, default: int) -> int:
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from exc
 
 
+def _rate(value: str | None) -> str | None:
+    """API_RATE_LIMIT: one rate like "6000/minute" or "100/second"; "off" counts nothing."""
+    value = (value or DEFAULT_RATE_LIMIT).strip()
+    if value.lower() == "off":
+        return None
+    from limits import parse
+    try:
+        parse(value)
+    except ValueError as exc:
+        raise ConfigError(
+            f'API_RATE_LIMIT must be like "6000/minute" or "off", got {value!r}') from exc
+    return value
+
+
 def _positive(env: dict, name: str, default: int) -> int:
     value = _int(env, name, default)
     if value < 1:
@@ -76,6 +92,7 @@ class Settings:
     max_content_length: int = 16 * 1024 * 1024
     public_base_url: str = DEVELOPMENT_BASE_URL
     session_ttl: int = 24 * 3600
+    api_rate_limit: str | None = DEFAULT_RATE_LIMIT
     rq_queue: str = "loyalty"
     upkeep_interval_seconds: int = 30
     log_level: str = "INFO"
@@ -114,6 +131,7 @@ class Settings:
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 16 * 1024 * 1024),
             public_base_url=_base_url(base_url or DEVELOPMENT_BASE_URL),
             session_ttl=_int(env, "SESSION_TTL", 24 * 3600),
+            api_rate_limit=_rate(env.get("API_RATE_LIMIT")),
             rq_queue=env.get("RQ_QUEUE") or "loyalty",
             upkeep_interval_seconds=_positive(env, "UPKEEP_INTERVAL_SECONDS", 30),
             log_level=env.get("LOG_LEVEL") or "INFO",

@@ -26,6 +26,10 @@ from app.services.unit_of_work import UnitOfWork
 
 HEADER = "Idempotency-Key"
 REPLAY_HEADER = "Idempotent-Replayed"
+# Why a create that issues a key or a signing secret refuses a key: the secret is stored only
+# as a digest or encrypted, so a replayable answer would be the one copy of it in the clear.
+SECRET_SHOWN_ONCE = ("the answer holds a secret shown once, so it is never stored for a replay; "
+                     "send this request without Idempotency-Key")
 
 _RECORDS = IdempotencyRecord.__table__
 _IDENT = (_RECORDS.c.company_id == bindparam("b_company_id"),
@@ -74,6 +78,21 @@ def _replay(record, expected: str) -> Response:
     response = Response(record.response_body, status=record.status_code, mimetype="application/json")
     response.headers[REPLAY_HEADER] = "true"
     return response
+
+
+def refuse_key(reason: str):
+    """A create whose answer cannot be kept for a replay: a key sent is refused rather than
+    ignored, so no client believes its retry is safe."""
+    def decorator(view):
+        @wraps(view)
+        def wrapper(*args, **kwargs):
+            if HEADER in request.headers:
+                raise InvalidField(["header", HEADER], reason, "idempotency_key_not_supported")
+            return view(*args, **kwargs)
+
+        return wrapper
+
+    return decorator
 
 
 def idempotent(low: int, high: int, required: bool = True):

@@ -156,7 +156,7 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0,
     client = app.test_client()
     headers = {"Authorization": f"Bearer {key}"}
     for register in made:
-        _checkout_in_process(client, headers, register)
+        checkout_in_process(client, headers, register)
     stable |= set(session.scalars(select(Cashier.id)))
     session.execute(text("ANALYZE"))  # a shop in business has statistics: plans as in production
     session.commit()
@@ -275,7 +275,8 @@ def _history(url: str, shop: Shop, customers: list[str], count: int, threads: in
         connection.close()
 
 
-def _checkout_in_process(client, headers, register):
+def checkout_in_process(client, headers, register, *, hold: bool = False):
+    """One checkout through the Flask test client: open, quote, (hold,) commit."""
     def post(path, body):
         response = client.post(path, json=body, headers={
             **headers, "Idempotency-Key": uuid.uuid4().hex, "X-Loyalty-Pos-Key": register.pos_key})
@@ -284,8 +285,10 @@ def _checkout_in_process(client, headers, register):
     session = post("/v1/checkout-sessions", {
         "externalReceiptId": f"WARM-{uuid.uuid4().hex}", "customerId": register.customer_id,
         "cashier": {"externalId": register.cashier_id, "name": "Cashier"}})
-    post(f"/v1/checkout-sessions/{session['id']}/commit",
-         {"quoteId": post(f"/v1/checkout-sessions/{session['id']}/quote", {"lines": LINES})["id"]})
+    quote = post(f"/v1/checkout-sessions/{session['id']}/quote", {"lines": LINES})
+    if hold and quote["discount"] != "0.00":
+        post(f"/v1/checkout-sessions/{session['id']}/hold", {"quoteId": quote["id"]})
+    post(f"/v1/checkout-sessions/{session['id']}/commit", {"quoteId": quote["id"]})
 
 
 # The registers' side
@@ -459,6 +462,12 @@ def main() -> None:
                              "lots (20 for the issue's figure); 0: points never expire")
     parser.add_argument("--skip", default=[], help="comma-separated: floor,http,hot,paused",
                         action="append")
+    parser.add_argument("--rate-limit", default="off",
+                        help="the server's API_RATE_LIMIT (all registers share one key, so a "
+                             "limit meant to cost, not to refuse, is far above the load)")
+    parser.add_argument("--redis-url", default=None,
+                        help="the server's REDIS_URL (the rate limit's shared count; events "
+                             "are asked a dispatch there too): a Redis of the bench's own")
     parser.add_argument("--campaigns", type=int, default=0,
                         help="also compare the paused run without and with this many campaigns")
     parser.add_argument("--campaign-rounds", type=int, default=3,
@@ -468,7 +477,10 @@ def main() -> None:
     args = parser.parse_args()
     counts = [int(n) for n in args.registers.split(",")]
     skip = {part for given in args.skip for part in given.split(",") if part}
-    report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers}
+    report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers,
+              "rate_limit": args.rate_limit, "redis": bool(args.redis_url)}
+    server_env = {"API_RATE_LIMIT": args.rate_limit,
+                  **({"REDIS_URL": args.redis_url} if args.redis_url else {})}
 
     with bench_database() as url:
         paused = [] if "paused" in skip else [int(n) for n in args.paused_registers.split(",")]
@@ -480,7 +492,8 @@ def main() -> None:
         print(json.dumps({"statements_per_request": report["statements_per_request"]}), flush=True)
         dsn = url.replace("postgresql+psycopg2://", "postgresql://")
         needs_server = "http" not in skip or paused or compared
-        with gunicorn(url, workers=args.workers) if needs_server else nullcontext() as port:
+        with (gunicorn(url, workers=args.workers, **server_env) if needs_server
+              else nullcontext()) as port:
             def http(n, customers_of):
                 return [lambda r=r, c=customers_of(i): HttpRegister(port, shop.key, r, c)
                         for i, r in enumerate(shop.registers[:n])]

@@ -57,6 +57,8 @@ def environment(database_url: str, **more) -> dict:
     env = dict(os.environ, DATABASE_URL=database_url, API_KEY_PEPPER=PEPPER, LOG_LEVEL="WARNING",
                PUBLIC_BASE_URL="https://cards.example.test", FLASK_APP="wsgi")
     env.pop("REDIS_URL", None)
+    # One key drives every bench's traffic; bench/checkout.py --rate-limit measures the limit.
+    env["API_RATE_LIMIT"] = "off"
     env.update(more)
     return env
 

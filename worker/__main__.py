@@ -6,7 +6,8 @@ off; we start it again with backoff, so neither idle hours nor a Redis restart e
 process. A job that meets a PostgreSQL restart fails, and the outbox sweep enqueues its work
 again. Each start of RQ's loop first takes up what a stopped worker or an outage left
 waiting. SIGTERM lets the running job finish and exits 0. Only settings that cannot work
-(exit 2) end it otherwise, so a supervisor restarts whatever did die.
+(exit 2) end it otherwise, so a supervisor restarts whatever did die. PostgreSQL or Redis not
+answering at start is said in one line (which and where), and the worker waits for them.
 
 Jobs run in the worker process itself (RQ's SimpleWorker): a job is a few short transactions
 and one HTTP request, and forking a child per job (RQ's default Worker), which then opens its
@@ -123,6 +124,27 @@ def _answers(connection: Redis) -> bool:
         return False
 
 
+def _wait_until_reachable(app, stop: threading.Event) -> bool:
+    """Until PostgreSQL and Redis both answer, say which does not in one line (again only when
+    that changes) and wait. Exiting instead would hand the wait to the supervisor, and
+    supervisors give up on a process that keeps failing at start (systemd's start limit,
+    supervisord's FATAL after three tries): a worker started before its database would stay
+    down. False if stopped meanwhile."""
+    from app.reach import first_unreachable
+
+    said, pause = None, 0.5
+    while unreachable := first_unreachable(app):
+        if unreachable != said:
+            print(f"worker: {unreachable}; waiting for it", file=sys.stderr, flush=True)
+            said = unreachable
+        if stop.wait(pause):
+            return False
+        pause = min(pause * 2, REDIS_RETRY_MOST)
+    if said:
+        print("worker: PostgreSQL and Redis answer; starting", file=sys.stderr, flush=True)
+    return True
+
+
 def main(worker_class: type[BaseWorker] = SimpleWorker) -> int:
     from worker.context import worker_app
 
@@ -134,12 +156,15 @@ def main(worker_class: type[BaseWorker] = SimpleWorker) -> int:
     if not settings.redis_url:
         print("worker: REDIS_URL must be set", file=sys.stderr)
         return 2
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    if not _wait_until_reachable(worker_app(), stop):
+        return 0  # stopped while waiting
     queue = Queue(settings.rq_queue, connection=worker_redis(settings.redis_url))
     # The timer has a connection of its own: the worker's blocks in its dequeue.
     timer_queue = Queue(settings.rq_queue,
                         connection=Redis.from_url(settings.redis_url, socket_timeout=5,
                                                   socket_connect_timeout=5))
-    stop = threading.Event()
     timer = threading.Thread(target=enqueue_upkeep, name="upkeep-timer", daemon=True,
                              args=(timer_queue, settings.upkeep_interval_seconds, stop))
     timer.start()

@@ -11,7 +11,8 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
+from app.db import database_unavailable, utcnow
+from app.reach import database_failure
 from app.services.checkout import holds
 from app.services.rewards import bonuses, ledger, spend, tiers, upkeep
 from app.services.unit_of_work import UnitOfWork
@@ -99,7 +100,12 @@ def run_periodic_tasks(app=None, now: datetime | None = None) -> dict[str, int]:
             try:
                 with job_session(app) as session:
                     results[name] = task(session, now or utcnow())
-            except Exception:
-                log.exception("periodic task failed: %s", name)
+            except Exception as error:
+                if database_unavailable(error):
+                    # The database away: one line per task, not a traceback every interval.
+                    log.warning("periodic task skipped: %s: %s", name,
+                                database_failure(error, app.config["SETTINGS"].database_url))
+                else:
+                    log.exception("periodic task failed: %s", name)
                 results[name] = -1
     return results

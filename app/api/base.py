@@ -81,38 +81,56 @@ class Parser(FlaskParser):
         raise InvalidField(["body"], "the body is not valid JSON", "json_invalid")
 
 
+# The key a create honours when its client sends one (the spec requires none there): the
+# widest range the spec gives any operation, so a client's keys for other operations fit.
+OPTIONAL_KEY = (1, 128)
+_BY_METHOD = object()
+
+
 @dataclass(frozen=True)
 class Operation:
     operation_id: str
     scope: str | None
-    idempotency: tuple[int, int] | None
+    idempotency: tuple[int, int] | None  # the Idempotency-Key's length range where honoured
     group: str = "native"
     errors: tuple[str, ...] = ()
     # False: the Idempotency-Key may be left out (the request then has no replay protection).
     idempotency_required: bool = True
+    key_refused: str | None = None  # why a key would mean nothing here (sent: a 422)
 
 
 class Blueprint(flask_smorest.Blueprint):
     ARGUMENTS_PARSER = Parser()
 
-    def operation(self, operation_id: str, *, scope: str | None,
-                  idempotency: tuple[int, int] | None = None, group: str = "native",
-                  errors: tuple[str, ...] = (), idempotency_required: bool = True):
+    def operation(self, operation_id: str, *, scope: str | None, idempotency=_BY_METHOD,
+                  idempotency_required: bool = True, key_refused: str | None = None,
+                  group: str = "native", errors: tuple[str, ...] = ()):
         """Declare an operation: its `operationId` (a camelCase verb: generated clients name
-        their functions by it), its scope (None for the public probes and card routes), the
-        Idempotency-Key length range when it takes one (and whether it must be given), its
-        `x-group`, and the error codes its own rules answer with (`app.api.error_codes`;
-        those every operation of its kind can answer, such as 401 or 404 for a path id, are
-        added by `app.api.document`)."""
+        their functions by it), its scope (None for the public probes and card routes), its
+        Idempotency-Key, its `x-group`, and the error codes its own rules answer with
+        (`app.api.error_codes`; those every operation of its kind can answer, such as 401 or
+        404 for a path id, are added by `app.api.document`).
+
+        `idempotency=(low, high)`: the key's length range, required unless
+        `idempotency_required=False`. By default a POST of a key holder (a create) honours an
+        optional key of OPTIONAL_KEY's length (CONTRACT §7), so a new create is idempotent
+        without a word; `key_refused=why` where its answer cannot be stored and replayed (a
+        secret shown once): a key sent is a 422."""
 
         def decorator(func):
-            if idempotency is not None:
-                from app.idempotency import idempotent
-                func = idempotent(*idempotency, required=idempotency_required)(func)
+            from app.idempotency import idempotent, refuse_key
+            given = idempotency is not _BY_METHOD and idempotency is not None
+            key_range, required = (idempotency, idempotency_required) if given else (None, False)
+            if (idempotency is _BY_METHOD and func.__name__ == "post" and scope is not None
+                    and key_refused is None):
+                key_range = OPTIONAL_KEY
+            if key_refused is not None:
+                func = refuse_key(key_refused)(func)
+            elif key_range is not None:
+                func = idempotent(*key_range, required=required)(func)
             func._operation = Operation(operation_id=operation_id, scope=scope,
-                                        idempotency=idempotency, group=group,
-                                        errors=tuple(errors),
-                                        idempotency_required=idempotency_required)
+                                        idempotency=key_range, group=group, errors=tuple(errors),
+                                        idempotency_required=required, key_refused=key_refused)
             return func
 
         return decorator

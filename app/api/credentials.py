@@ -8,6 +8,7 @@ from app.api.base import Blueprint
 from app.api.credentials_schemas import (CreateCredentialRequest, CredentialListResponse,
                                          IssuedCredentialResponse, RotateCredentialRequest)
 from app.db import request_session, utcnow
+from app.idempotency import SECRET_SHOWN_ONCE
 from app.services.tenancy import credentials
 
 blp = Blueprint("credentials", __name__, url_prefix="/v1", description="API credentials")
@@ -20,7 +21,7 @@ def _issued(credential, key):
 
 @blp.route("/api-credentials")
 class Credentials(MethodView):
-    @blp.operation("issueCredential", scope="credentials:write")
+    @blp.operation("issueCredential", scope="credentials:write", key_refused=SECRET_SHOWN_ONCE)
     @blp.arguments(CreateCredentialRequest)
     @blp.response(201, IssuedCredentialResponse)
     def post(self, body):
@@ -40,7 +41,7 @@ class Credentials(MethodView):
 
 @blp.route("/api-credentials/<credential_id>/rotate")
 class CredentialRotation(MethodView):
-    @blp.operation("rotateCredential", scope="credentials:write")
+    @blp.operation("rotateCredential", scope="credentials:write", key_refused=SECRET_SHOWN_ONCE)
     @blp.arguments(RotateCredentialRequest, required=False)
     @blp.response(201, IssuedCredentialResponse)
     def post(self, body, credential_id):

@@ -17,7 +17,9 @@ from app.api.examples import add_examples
 from app.auth import BODY_METHODS, POS_KEY_MAX_LENGTH
 
 _RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-AUTHENTICATED = ("missing_api_key", "invalid_api_key", "insufficient_scope", "terminal_inactive")
+# A key's request is also counted against its rate (app.rate_limit).
+AUTHENTICATED = ("missing_api_key", "invalid_api_key", "insufficient_scope", "terminal_inactive",
+                 "rate_limited")
 WITH_BODY = ("payload_too_large", "unsupported_media_type")
 # An error body with more than {detail, code}, by the code that brings it, and its example.
 ERROR_BODIES = {"customer_exists": CustomerExistsError}
@@ -36,9 +38,15 @@ HEADERS = {
                     "schema": {"type": "integer", "minimum": 1}},
     "WWW-Authenticate": {"description": "The Bearer challenge; for insufficient_scope it names "
                          "the scope needed", "schema": {"type": "string"}},
+    "RateLimit-Policy": {"description": "The key's rate (draft-ietf-httpapi-ratelimit-headers): "
+                         '`"per-key";q=<requests>;w=<seconds>`', "schema": {"type": "string"}},
+    "RateLimit": {"description": "What the key has left of its rate: "
+                  '`"per-key";r=<requests left>;t=<seconds until the window resets>`',
+                  "schema": {"type": "string"}},
 }
+RATE_HEADERS = ("RateLimit", "RateLimit-Policy")
 HEADERS_BY_STATUS = {401: ("WWW-Authenticate",), 403: ("WWW-Authenticate",),
-                     429: ("Retry-After",), 503: ("Retry-After",)}
+                     429: ("Retry-After", *RATE_HEADERS), 503: ("Retry-After",)}
 
 
 def document_path(rule: str) -> str:
@@ -145,7 +153,9 @@ def _document_success(responses: dict, operation) -> None:
     for status, response in responses.items():
         if status.isdigit() and int(status) < 400:
             replayed = ("Idempotent-Replayed",) if operation.idempotency else ()
-            response.setdefault("headers", {}).update(_header_refs("X-Request-Id", *replayed))
+            counted = RATE_HEADERS if operation.scope is not None else ()
+            response.setdefault("headers", {}).update(
+                _header_refs("X-Request-Id", *replayed, *counted))
 
 
 def _narrow_path_parameters(path: dict, doc: dict) -> None:

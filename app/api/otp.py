@@ -40,7 +40,10 @@ class OtpChallenges(MethodView):
 
 @blp.route("/otp-challenges/<challenge_id>/confirm")
 class OtpConfirmation(MethodView):
-    @blp.operation("confirmOtpChallenge", scope="customers:write", errors=("invalid_state",))
+    # A wrong code is committed although it is answered with an error, which a key's claim,
+    # made in the same transaction, could not survive; and a confirmation makes nothing.
+    @blp.operation("confirmOtpChallenge", scope="customers:write", errors=("invalid_state",),
+                   key_refused="a confirmation is not replayed; send it without Idempotency-Key")
     @blp.arguments(ConfirmOtpChallengeRequest)
     @blp.response(200, OtpChallengeResponse)
     def post(self, body, challenge_id):

@@ -8,6 +8,7 @@ from app.api.base import Blueprint
 from app.api.webhooks_schemas import (CreateWebhookEndpointRequest, IssuedWebhookEndpointResponse,
                                       WebhookEndpointListResponse)
 from app.db import request_session, utcnow
+from app.idempotency import SECRET_SHOWN_ONCE
 from app.services.webhooks import endpoints
 
 blp = Blueprint("webhooks", __name__, url_prefix="/v1", description="Webhook endpoints")
@@ -15,7 +16,8 @@ blp = Blueprint("webhooks", __name__, url_prefix="/v1", description="Webhook end
 
 @blp.route("/webhook-endpoints")
 class WebhookEndpoints(MethodView):
-    @blp.operation("createWebhookEndpoint", scope="webhooks:write")
+    @blp.operation("createWebhookEndpoint", scope="webhooks:write",
+                   key_refused=SECRET_SHOWN_ONCE)
     @blp.arguments(CreateWebhookEndpointRequest)
     @blp.response(201, IssuedWebhookEndpointResponse)
     def post(self, body):

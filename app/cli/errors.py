@@ -9,10 +9,9 @@ from typing import NoReturn
 import click
 from flask.cli import ScriptInfo
 from redis.exceptions import RedisError
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from app.db import database_unavailable
+from app.reach import database_failure, redis_failure
 from app.services.errors import DomainError
 
 
@@ -31,21 +30,9 @@ def refuse(message: str) -> NoReturn:
     raise Refused(message)
 
 
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
 def _settings():
     # The command's app context has ended by the time its error arrives here.
     return click.get_current_context().ensure_object(ScriptInfo).load_app().config["SETTINGS"]
-
-
-def _database_address() -> str:
-    return make_url(_settings().database_url).render_as_string(hide_password=True)
-
-
-def _redis_address() -> str:
-    return make_url(_settings().redis_url or "redis://").render_as_string(hide_password=True)
 
 
 def plainly(callback):
@@ -57,12 +44,9 @@ def plainly(callback):
         except (DomainError, ValueError) as error:
             raise Refused(str(getattr(error, "detail", error))) from None
         except DBAPIError as error:
-            what = "cannot reach the database" if database_unavailable(error) else "database error"
-            raise Unreachable(f"{what} at {_database_address()}: {_first_line(error.orig)}") \
-                from None
+            raise Unreachable(database_failure(error, _settings().database_url)) from None
         except RedisError as error:
-            raise Unreachable(f"cannot reach Redis at {_redis_address()}: "
-                              f"{_first_line(error)}") from None
+            raise Unreachable(redis_failure(error, _settings().redis_url)) from None
     return run
 
 

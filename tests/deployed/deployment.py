@@ -55,7 +55,10 @@ class Deployment:
             "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "1", "WEBHOOK_CA_BUNDLE": self.receiver.ca_bundle,
             "WEBHOOK_RETRY_SCHEDULE": "1,1,2,2,2,5,5,5,10,10",
             "UPKEEP_INTERVAL_SECONDS": str(UPKEEP_SECONDS),
-            "RQ_QUEUE": f"deployed-{uuid.uuid4().hex[:8]}", "LOG_LEVEL": "INFO", **settings,
+            "RQ_QUEUE": f"deployed-{uuid.uuid4().hex[:8]}", "LOG_LEVEL": "INFO",
+            # Counted in this Redis, killed and restarted with the rest, but never refusing the
+            # registers' stream, which all share one key.
+            "API_RATE_LIMIT": "100000/minute", **settings,
         }
         self.env = process_environment(self.settings)
         run_line(self.lines["release"], self.env)

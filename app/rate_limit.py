@@ -1,0 +1,161 @@
+"""The per-key rate limit (CONTRACT §2: 429 `rate_limited` with Retry-After), counted by
+Flask-Limiter per credential, in the app's Redis when there is one (every gunicorn worker and
+host shares the count) and in the process's memory otherwise.
+
+A round trip to Redis costs about 100 µs of the app's CPU, and Flask-Limiter's per-request
+hooks about 130 µs, each some 4 % of a register's request (docs/performance.md). So a busy key
+is not counted request by request: a process takes a lease of up to LEASE_MOST requests from
+the shared count at once (Flask-Limiter's check with its `cost`) and serves the next ones from
+memory until the window ends, without Flask-Limiter's hooks. The shared count is never
+exceeded; what a process leased and did not serve is lost at the window's end (under 1 % of the
+limit a process).
+
+Never a hard dependency of the register: while Redis cannot be reached, each process counts in
+its own memory and asks Redis again after a growing pause (Flask-Limiter's fallback), so a sale
+never fails, nor waits long, because the limiter's store is away.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+from flask import Flask, Response, current_app, g
+from flask_limiter import Limiter
+from flask_limiter.errors import RateLimitExceeded
+from limits import parse
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from app.config import Settings
+from app.errors import error_body
+
+log = logging.getLogger("app.rate_limit")
+POLICY = "per-key"  # the policy's name in the RateLimit headers
+LEASE_MOST = 50
+KEPT_LEASES = 10_000  # past this many keys, a process forgets the leases whose window ended
+# A limiter's store that is slow or away must not hold a register up: a short connect and
+# answer, no retries (redis-py's default retries back off for seconds); on failure the
+# request is counted in memory instead.
+REDIS_OPTIONS = {"socket_connect_timeout": 0.25, "socket_timeout": 0.25,
+                 "retry": Retry(NoBackoff(), 0)}
+
+
+@dataclass
+class Lease:
+    """Requests a process took from a key's shared count and has not served yet."""
+    left: int
+    remaining: int  # what the shared count had left once they were taken
+    reset_at: float
+
+
+class PerKeyLimit:
+    limiter: Limiter
+
+    def __init__(self, rate: str):
+        self.amount, self.window = parse(rate).amount, parse(rate).get_expiry()
+        # Leases lose at most 1 % of the limit; a small limit is counted one by one.
+        self.lease_size = max(1, min(LEASE_MOST, self.amount // 100))
+        self.leases: dict[str, Lease] = {}
+        self.lock = threading.Lock()
+
+    def serve_from_lease(self, credential_id: str) -> Lease | None:
+        with self.lock:
+            lease = self.leases.get(credential_id)
+            if lease is None or lease.left < 1 or time.time() >= lease.reset_at:
+                return None
+            lease.left -= 1
+            return lease
+
+    def take_lease(self, credential_id: str, remaining: int, reset_at: float) -> Lease:
+        lease = Lease(self.lease_size - 1, remaining, reset_at)
+        with self.lock:
+            if len(self.leases) >= KEPT_LEASES:  # keys seen once a long time ago go
+                now = time.time()
+                self.leases = {key: kept for key, kept in self.leases.items()
+                               if kept.reset_at > now}
+            self.leases[credential_id] = lease
+        return lease
+
+
+def _count() -> None:
+    """Only key holders are counted (probes, /metrics, card pages and docs carry no key; a 401
+    or 403 never gets this far): from the process's lease, else by Flask-Limiter's own check,
+    which takes a new lease, falls back to memory while the store is away, and raises
+    RateLimitExceeded over the limit."""
+    principal = g.get("principal")
+    if principal is None:
+        return
+    per_key = current_app.extensions["rate_limit"]
+    g.rate_lease = per_key.serve_from_lease(principal.credential_id)
+    if g.rate_lease is None:
+        # The check Flask-Limiter's before-request hook makes, made here only when a lease
+        # is needed (its hooks are not registered: see register_rate_limit).
+        per_key.limiter._check_request_limit()
+
+
+def register_rate_limit(app: Flask, settings: Settings) -> None:
+    """After the request hooks (app.requests), so the key is known when the limit is counted:
+    401 and 403 come first, then 413/415, then 429, then the body's 422 (CONTRACT §2)."""
+    if settings.api_rate_limit is None:
+        return
+    per_key = PerKeyLimit(settings.api_rate_limit)
+    limiter = per_key.limiter = Limiter(
+        lambda: g.principal.credential_id, application_limits=[settings.api_rate_limit],
+        application_limits_cost=per_key.lease_size,  # a lease taken at once
+        strategy="fixed-window", storage_uri=settings.redis_url or "memory://",
+        storage_options=REDIS_OPTIONS if settings.redis_url else {},
+        in_memory_fallback_enabled=True, swallow_errors=True, headers_enabled=False,
+        key_prefix="loyalty-rate")
+    # Registered as already known, init_app configures the limiter (its storage, strategy
+    # and fallback) without adding its per-request hooks: _count calls its check instead.
+    app.extensions.setdefault("limiter", set()).add(limiter)
+    limiter.init_app(app)
+    app.before_request(_count)
+    app.extensions["rate_limit"] = per_key
+    app.register_error_handler(RateLimitExceeded, _too_many_requests)
+    app.after_request(_advertise)
+
+
+def _current_lease(per_key: PerKeyLimit, response: Response) -> Lease | None:
+    """This request's lease: the one it was served from, or the one its count just took."""
+    if g.get("rate_lease") is not None:
+        return g.rate_lease
+    limit = per_key.limiter.current_limit
+    if limit is None:
+        return None
+    try:
+        remaining, reset_at = limit.remaining, limit.reset_at
+    except Exception as error:  # the store went away since the count: no figures to give
+        log.warning("rate limit figures unavailable: %s", error)
+        return None
+    if limit.breached:
+        return Lease(0, 0, reset_at)
+    return per_key.take_lease(g.principal.credential_id, remaining, reset_at)
+
+
+def _advertise(response: Response) -> Response:
+    """The RateLimit and RateLimit-Policy fields of draft-ietf-httpapi-ratelimit-headers-10."""
+    if g.get("principal") is None:
+        return response
+    per_key = current_app.extensions["rate_limit"]
+    lease = _current_lease(per_key, response)
+    if lease is None:
+        return response
+    # Never less than a second, never more than the window.
+    reset_in = min(per_key.window, max(1, math.ceil(lease.reset_at - time.time())))
+    response.headers["RateLimit-Policy"] = f'"{POLICY}";q={per_key.amount};w={per_key.window}'
+    response.headers["RateLimit"] = f'"{POLICY}";r={lease.remaining + lease.left};t={reset_in}'
+    if g.get("rate_limited"):  # not another 429, such as an OTP cooldown's with its own wait
+        response.headers["Retry-After"] = str(reset_in)
+    return response
+
+
+def _too_many_requests(error: RateLimitExceeded):
+    # Retry-After is set with the other figures (_advertise); 1 s if they cannot be had.
+    g.rate_limited = True
+    return error_body(429, "rate_limited",
+                      f"too many requests for this API key (at most {error.limit.limit})",
+                      {"Retry-After": "1"})
