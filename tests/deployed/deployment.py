@@ -69,13 +69,14 @@ class Deployment:
                                      "--register-limit", "10")
         key = self.flask("credentials", "issue", self.company_id, "--name", "registers",
                          "--all-scopes")
-        # Holds short enough for the periodic upkeep to expire one within a scenario.
-        self.flask("programs", "set", self.company_id, "--hold-ttl-seconds", "30")
         self.flask("webhooks", "allow-host", "localhost")
         self.api = Api(f"http://127.0.0.1:{self.port}", key)
         # The streams' registers, and one more for the scenarios' own holds and adjustments,
         # whose customer no stream touches.
         *self.registers, self.spare = open_shop(self.api, registers + 1, self.receiver.url())
+        # Holds short enough for the periodic upkeep to expire one within a scenario. After the
+        # shop's webhook endpoint exists: its program.updated is one more event to deliver.
+        self.flask("programs", "set", self.company_id, "--hold-ttl-seconds", "30")
         self.wait_until_listening()
         return self
 
