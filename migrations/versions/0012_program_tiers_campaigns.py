@@ -7,7 +7,7 @@ that spend counts, and the day its next birthday bonus is due. The spends of the
 made, of the accounts (over the default 365-day window) and the birthday days are filled here.
 
 Revision ID: 0012_program_tiers_campaigns
-Revises: 0010_deliveries_by_event
+Revises: 0011_reward_lots
 """
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012_program_tiers_campaigns"
-down_revision = "0010_deliveries_by_event"
+down_revision = "0011_reward_lots"
 branch_labels = None
 depends_on = None
 
