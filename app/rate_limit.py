@@ -55,7 +55,8 @@ class PerKeyLimit:
     limiter: Limiter
 
     def __init__(self, rate: str):
-        self.amount, self.window = parse(rate).amount, parse(rate).get_expiry()
+        limit = parse(rate)
+        self.amount, self.window = limit.amount, limit.get_expiry()
         # Leases lose at most 1 % of the limit; a small limit is counted one by one.
         self.lease_size = max(1, min(LEASE_MOST, self.amount // 100))
         self.leases: dict[str, Lease] = {}
@@ -119,7 +120,7 @@ def register_rate_limit(app: Flask, settings: Settings) -> None:
     app.after_request(_advertise)
 
 
-def _current_lease(per_key: PerKeyLimit, response: Response) -> Lease | None:
+def _current_lease(per_key: PerKeyLimit) -> Lease | None:
     """This request's lease: the one it was served from, or the one its count just took."""
     if g.get("rate_lease") is not None:
         return g.rate_lease
@@ -141,7 +142,7 @@ def _advertise(response: Response) -> Response:
     if g.get("principal") is None:
         return response
     per_key = current_app.extensions["rate_limit"]
-    lease = _current_lease(per_key, response)
+    lease = _current_lease(per_key)
     if lease is None:
         return response
     # Never less than a second, never more than the window.
