@@ -3,8 +3,9 @@
 Every credit is a lot with its own `expires_at`; the account's lots hold, between them,
 max(0, Σ ACTIVE entries) points. A credit first pays a debt; a debit takes from the lot that
 expires first (lots without expiry last; equal expiresAt: the older lot first); an expiry
-never takes what an active hold has reserved. No database here: `ledger.py` applies these
-rules to a locked account, and readers use them to show what a touch would.
+never takes what an active hold has reserved. The rules are plain functions over `Lot` values
+(beside them only the prebuilt query that reads an account's open lots): `ledger.py` applies
+them to a locked account, and readers use them to show what a touch would.
 """
 from __future__ import annotations
 
