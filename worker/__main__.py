@@ -72,6 +72,22 @@ def _stop_on_signals(stop: threading.Event) -> None:
         signal.signal(number, lambda *_: stop.set())
 
 
+def _pass_on_an_early_stop(worker: BaseWorker, stop: threading.Event) -> None:
+    """RQ installs its signal handlers only after it has registered in Redis and started its
+    scheduler; a SIGTERM before that reaches ours and sets `stop`, which RQ's loop never reads.
+    It would take a job and then wait out a dequeue (minutes) before ending. So once RQ's
+    handlers are in, a stop already asked for becomes RQ's own, which its loop checks before
+    taking any job."""
+    install = worker._install_signal_handlers
+
+    def install_then_pass_on() -> None:
+        install()
+        if stop.is_set():
+            worker._stop_requested = True
+
+    worker._install_signal_handlers = install_then_pass_on
+
+
 def serve(queue: Queue, stop: threading.Event,
           worker_class: type[BaseWorker] = SimpleWorker) -> None:
     """RQ's loop, started again whenever it ends without being asked to stop."""
@@ -82,6 +98,7 @@ def serve(queue: Queue, stop: threading.Event,
             worker = worker_class([queue], connection=queue.connection)
             # RQ's own reconnect backoff grows to 60 s; events wait on it after Redis returns.
             worker.max_connection_wait_time = REDIS_RETRY_MOST
+            _pass_on_an_early_stop(worker, stop)
             # First what a stopped worker or an outage left: see take_up_waiting_work.
             queue.enqueue(TAKE_UP_JOB, at_front=True, result_ttl=0, failure_ttl=FAILURE_TTL)
             worked = worker.work(with_scheduler=True)
@@ -89,7 +106,7 @@ def serve(queue: Queue, stop: threading.Event,
             log.warning("Redis unreachable (%s)", error)
         except Exception:  # noqa: BLE001 - logged; the process stays up for the next try
             log.exception("the RQ loop failed")
-        if worker is not None and worker._shutdown_requested_date is not None:
+        if stop.is_set() or (worker is not None and worker._shutdown_requested_date is not None):
             return  # SIGTERM: the running job has finished
         _stop_on_signals(stop)
         backoff = 1.0 if worked else min(backoff * 2, LONGEST_BACKOFF)

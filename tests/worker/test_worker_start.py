@@ -9,18 +9,20 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import redis
-from rq import Worker
+from rq import Queue, SimpleWorker, Worker
 
 from app import create_app
 from tests.conftest import TEST_PEPPER
 from tests.ports import free_port
 from tests.worker.test_worker_process import ThrowawayRedis, _wait_for
+from worker.__main__ import TAKE_UP_JOB, _stop_on_signals, serve, worker_redis
 from worker.periodic import TASKS, run_periodic_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +76,37 @@ def test_a_worker_waiting_for_redis_starts_when_it_answers(database_url, tmp_pat
         assert worker.wait(30) == 0
         server.kill()
     assert _lines(log)[1] == "worker: PostgreSQL and Redis answer; starting", _lines(log)
+
+
+class StoppedWhileStarting(SimpleWorker):
+    """SIGTERM in the window where RQ has registered in Redis but not yet taken the signals."""
+    dequeue_timeout = 1  # without the stop passed on, the loop ends after its first wait
+    taken: list[str] = []
+
+    def _start_scheduler(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def execute_job(self, job, queue):
+        self.taken.append(job.func_name)
+
+
+@pytest.mark.redis
+def test_a_stop_before_rq_takes_the_signals_ends_the_loop_before_any_job():
+    server = ThrowawayRedis(free_port())
+    server.start()
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    stop = threading.Event()
+    try:
+        _stop_on_signals(stop)
+        queue = Queue("early-stop", connection=worker_redis(f"redis://127.0.0.1:{server.port}/0"))
+        serve(queue, stop, StoppedWhileStarting)
+        assert stop.is_set() and StoppedWhileStarting.taken == []
+        # The take-up job serve enqueued waits for the next worker.
+        assert [job.func_name for job in queue.jobs] == [TAKE_UP_JOB]
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        server.kill()
 
 
 def test_upkeep_with_the_database_away_logs_a_line_per_task_without_traceback(settings, caplog):
