@@ -26,9 +26,8 @@ def ledger_verify(company_id, batch):
         def progress(done: int) -> None:
             click.echo(f"verified {done} of {total} accounts", err=True)
 
-        differences = verification.verify(session, company_id, batch=batch, progress=progress)
-        if batch < total and total % batch:  # the last, partial batch
-            progress(total)
+        differences = verification.verify(session, company_id, batch=batch,
+                                          progress=progress if total > batch else None)
         differences += verification.verify_spend(session, utcnow(), company_id)
         checked = total
     for difference in differences:

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, case, func, or_, select, tuple_
+from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.models import Hold, LedgerEntry, Program, RewardAccount, RewardLot, Sale, SaleLine
+from app.models import (Company, Hold, LedgerEntry, Program, RewardAccount, RewardLot, Sale,
+                        SaleLine)
 from app.services.rewards import tiers
 
 
@@ -27,55 +28,61 @@ class Difference:
                 f"computed {self.computed}")
 
 
-# Accounts per query: a million is ten queries, each a few tenths of a second, between which
-# an operator sees how far it got.
+# Accounts per query: a million is ten queries, each a few seconds, between which an
+# operator sees how far it got.
 VERIFY_BATCH = 100_000
-Key = tuple[str, str]  # (company_id, customer_id), the order accounts are verified in
 
 
 def verify(session: Session, company_id: str | None = None, *, batch: int = VERIFY_BATCH,
            progress: Callable[[int], None] | None = None) -> list[Difference]:
     """Recompute every account from its entries and holds; list what disagrees. Set-based
-    queries over ranges of `batch` accounts, so it runs in the database even over millions
-    of accounts; `progress` hears how many accounts are done after each full batch."""
-    differences, after, done = [], None, 0
-    while True:
-        upto = _range_end(session, company_id, after, batch)
-        differences += _differences(session, company_id, after, upto)
-        if upto is None:
-            return differences
-        done += batch
-        if progress is not None:
-            progress(done)
-        after = upto
+    queries over ranges of at most `batch` accounts of one company, so it runs in the
+    database even over millions of accounts; `progress` hears how many accounts are done
+    after each query."""
+    companies = [company_id] if company_id is not None else session.scalars(
+        select(Company.id).order_by(Company.id)).all()
+    differences, done = [], 0
+    for company in companies:
+        after = None
+        while True:
+            upto, size = _range(session, company, after, batch)
+            if size:
+                differences += _differences(session, company, after, upto)
+                done += size
+                if progress is not None:
+                    progress(done)
+            if upto is None:
+                break
+            after = upto
+    return differences
 
 
-def _key(table):
-    return tuple_(table.company_id, table.customer_id)
-
-
-def _in_range(query, table, company_id: str | None, after: Key | None, upto: Key | None):
-    if company_id is not None:
-        query = query.where(table.company_id == company_id)
+def _in_range(query, table, company_id: str, after: str | None, upto: str | None):
+    """One company's accounts after `after` up to `upto` (customer ids). Bounds on the plain
+    columns, not on the (company, customer) pair: PostgreSQL estimates a bound on a pair from
+    its first column alone, took a range of one company for a single row and joined the
+    sums by nested loops, which never finished at a million accounts."""
+    query = query.where(table.company_id == company_id)
     if after is not None:
-        query = query.where(_key(table) > tuple_(*after))
+        query = query.where(table.customer_id > after)
     if upto is not None:
-        query = query.where(_key(table) <= tuple_(*upto))
+        query = query.where(table.customer_id <= upto)
     return query
 
 
-def _range_end(session: Session, company_id: str | None, after: Key | None,
-               batch: int) -> Key | None:
-    """The last account of the next `batch`, or None when fewer are left."""
-    query = _in_range(select(RewardAccount.company_id, RewardAccount.customer_id), RewardAccount,
-                      company_id, after, None)
-    row = session.execute(query.order_by(RewardAccount.company_id, RewardAccount.customer_id)
-                          .offset(batch - 1).limit(1)).first()
-    return None if row is None else (row[0], row[1])
+def _range(session: Session, company_id: str, after: str | None,
+           batch: int) -> tuple[str | None, int]:
+    """The last customer of the company's next `batch` accounts and how many there are;
+    None for the last when the range runs to the company's end."""
+    accounts = _in_range(select(RewardAccount.customer_id), RewardAccount, company_id, after, None)
+    upto = session.scalar(accounts.order_by(RewardAccount.customer_id).offset(batch - 1).limit(1))
+    if upto is not None:
+        return upto, batch
+    return None, session.scalar(select(func.count()).select_from(accounts.subquery()))
 
 
-def _differences(session: Session, company_id: str | None, after: Key | None,
-                 upto: Key | None) -> list[Difference]:
+def _differences(session: Session, company_id: str, after: str | None,
+                 upto: str | None) -> list[Difference]:
     entries = select(
         LedgerEntry.company_id, LedgerEntry.customer_id,
         func.sum(case((LedgerEntry.status == "ACTIVE", LedgerEntry.amount), else_=0)).label("active"),
@@ -110,8 +117,8 @@ def _differences(session: Session, company_id: str | None, after: Key | None,
                   key=lambda difference: (difference.company_id, difference.customer_id))
 
 
-def _lot_differences(session: Session, company_id: str | None, after: Key | None,
-                     upto: Key | None) -> list[Difference]:
+def _lot_differences(session: Session, company_id: str, after: str | None,
+                     upto: str | None) -> list[Difference]:
     """Σ of the lots' remaining = max(0, Σ ACTIVE entries) for every account of the range, and
     no lot's remaining negative or above its amount."""
     entries = (select(LedgerEntry.company_id, LedgerEntry.customer_id,
