@@ -91,8 +91,9 @@ def lock(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> 
 
 def adopt(work: UnitOfWork, row) -> Account:
     """The unit of work's Account for a row of LOCKED_COLUMNS just locked."""
-    account = work.accounts[(row.company_id, row.customer_id)] = Account(*row)
-    ids = {"company_id": row.company_id, "customer_id": row.customer_id}
+    account = Account(*row)
+    work.accounts[(account.company_id, account.customer_id)] = account
+    ids = {"company_id": account.company_id, "customer_id": account.customer_id}
     account.read_lots = lambda every: [Lot(*lot) for lot in (
         work.run(OPEN_LOTS, ids) if every
         else work.run(FIRST_OPEN_LOTS, {**ids, "page": lots.LOT_PAGE}))]
