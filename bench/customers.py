@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -35,7 +35,7 @@ from app.config import Settings, normalise_database_url  # noqa: E402
 from app.db import utcnow  # noqa: E402
 from app.services.cards.identifiers import ean13_check_digit  # noqa: E402
 from app.services.customers import profiles  # noqa: E402
-from app.services.rewards import ledger  , verification# noqa: E402
+from app.services.rewards import verification  # noqa: E402
 from app.services.tenancy import companies  # noqa: E402
 from harness import PEPPER, bench_database, closed_loop, flask_command, gunicorn  # noqa: E402
 

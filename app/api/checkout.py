@@ -5,7 +5,7 @@ twice. The services return resources as the API shows them; they are sent as the
 """
 from __future__ import annotations
 
-from flask import current_app, g
+from flask import Response, current_app, g
 from flask.views import MethodView
 
 from app.api.base import Blueprint, json_response

@@ -64,7 +64,7 @@ def _instant(value: str | None) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
+    except ValueError:
         refuse(f"not an ISO 8601 time: {value}")
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
