@@ -29,12 +29,6 @@ class CreateCampaignRequest(Schema):
         if "startsAt" in data and "endsAt" in data and data["endsAt"] <= data["startsAt"]:
             raise ma.ValidationError("must be later than startsAt", "endsAt")
 
-    @ma.post_load
-    def _distinct(self, data, **_kwargs):
-        for name in ("skus", "categories", "storeIds"):
-            data[name] = list(dict.fromkeys(data[name]))
-        return data
-
 
 class UpdateCampaignRequest(Schema):
     name = Text(maximum=100)

@@ -51,6 +51,15 @@ def test_a_store_of_another_company_is_a_422(client, tenant, other_tenant, shop)
     assert ["body", "storeIds", 0] in _locs(response)
 
 
+def test_an_unknown_store_is_named_at_its_place_in_the_request(client, tenant, shop):
+    # The lists are de-duplicated, but the 422 points at the request as it was sent.
+    response = client.post("/v1/campaigns", json={
+        "name": "Twice", "startsAt": moment(hours=-1), "endsAt": moment(days=1),
+        "accrualPercent": "10", "storeIds": [shop.store_id, shop.store_id, "not-a-store"]},
+        headers=tenant.headers())
+    assert _locs(response) == [["body", "storeIds", 2]]
+
+
 def test_the_list_is_newest_first_in_pages(client, tenant):
     made = [create_campaign(client, tenant, name=f"C{i}")["id"] for i in range(3)]
     page = client.get("/v1/campaigns?page=1&pageSize=2", headers=tenant.headers()).get_json()

@@ -42,8 +42,12 @@ def _check_stores(session: Session, company_id: str, store_ids: list[str]) -> No
 def create_campaign(session: Session, company_id: str, *, name: str, starts_at: datetime,
                     ends_at: datetime, accrual_bp: int, skus: list[str], categories: list[str],
                     store_ids: list[str], now: datetime) -> Campaign:
+    """The lists are kept without repeats, in their order; a store that is not the company's
+    is named at its place in the list as given."""
     if store_ids:
         _check_stores(session, company_id, store_ids)
+    skus, categories, store_ids = (list(dict.fromkeys(given))
+                                   for given in (skus, categories, store_ids))
     campaign = Campaign(company_id=company_id, name=name, starts_at=starts_at, ends_at=ends_at,
                         accrual_bp=accrual_bp, skus=json.dumps(skus, ensure_ascii=False),
                         categories=json.dumps(categories, ensure_ascii=False),
