@@ -118,7 +118,9 @@ def test_an_idempotency_key_replays_the_change(client, tenant, db):
 
 def test_one_companys_change_leaves_another_as_it_was(client, tenant, other_tenant):
     before = client.get("/v1/program", headers=other_tenant.headers()).get_json()
-    patch(client, tenant, {"tiers": TIERS, "welcomeBonus": "9"})
+    changed = patch(client, tenant, {"tiers": TIERS, "welcomeBonus": "9"})
+    # Only a change that happened can show it stayed in its company.
+    assert changed.status_code == 200 and changed.get_json()["welcomeBonus"] == "9.00"
     assert client.get("/v1/program", headers=other_tenant.headers()).get_json() == before
 
 
