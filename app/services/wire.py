@@ -87,7 +87,9 @@ def format_timestamp(moment: datetime | None) -> str | None:
     if moment is None:
         return None
     moment = moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # Not strftime: its %Y drops the leading zeros of years before 1000 ("1-01-01").
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T{moment.hour:02d}:"
+            f"{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z")
 
 
 @dataclass(frozen=True)
