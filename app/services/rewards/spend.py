@@ -100,11 +100,13 @@ def recompute_company(session: Session, company_id: str, window_days: int | None
                       now: datetime) -> None:
     """Every account's spend over a new window, in one statement (a program change). The
     company's accounts are locked first: a commit locks its account before it writes its sale,
-    so none can slip in between the sums read and the spends written."""
+    so none can slip in between the sums read and the spends written. They are locked by
+    customer, the order in which the periodic jobs lock a batch, so neither can hold what the
+    other waits for."""
     accounts = RewardAccount.__table__
     session.execute(select(func.count()).select_from(
         select(accounts.c.customer_id).where(accounts.c.company_id == company_id)
-        .with_for_update().subquery()))
+        .order_by(accounts.c.customer_id).with_for_update().subquery()))
     counted = [_SALES.c.company_id == accounts.c.company_id,
                _SALES.c.customer_id == accounts.c.customer_id]
     since = tier_rules.window_start(now, window_days)
