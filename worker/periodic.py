@@ -56,7 +56,8 @@ def refresh_spends(session: Session, now: datetime) -> int:
         tier_list = tiers.from_stored(tier_text)
 
         def refresh_batch(limit: int) -> int:
-            due = spend.stale_accounts(session, company_id, window_days, now, limit)
+            # Locked by customer, as a window change locks them all (spend.recompute_company).
+            due = sorted(spend.stale_accounts(session, company_id, window_days, now, limit))
             work = UnitOfWork.of(session)
             for customer_id in due:
                 account = ledger.lock(work, company_id, customer_id, now)
@@ -71,7 +72,7 @@ def refresh_spends(session: Session, now: datetime) -> int:
 def credit_birthdays(session: Session, now: datetime) -> int:
     """Birthday bonuses due today in Moscow (the lock credits them, as any touch does)."""
     def birthday_batch(limit: int) -> int:
-        due = bonuses.accounts_due(session, now, limit)
+        due = sorted(bonuses.accounts_due(session, now, limit))  # the order a window change locks
         for company_id, customer_id in due:
             ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
         return len(due)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from datetime import date, datetime, timedelta, timezone
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.db import utcnow
 from app.models import LedgerEntry, OutboxEvent, RewardAccount
 from app.services.rewards import bonuses, verification
+from tests.checkout.conftest import line
+from tests.lots import age_lots
 from tests.program.helpers import change_program
 from worker.context import job_session
 from worker.periodic import credit_birthdays
@@ -156,3 +158,24 @@ def test_no_birthday_bonus_in_the_program_moves_the_day_on_without_an_entry(clie
     assert _run_job(tenant.app, _moscow_noon(tomorrow)) == 1
     assert bonus_entries(db, customer["id"]) == []
     assert _due_on(db, customer["id"]) == bonuses.birthday_in(tomorrow.year + 1, tomorrow)
+
+
+def test_a_birthday_bonus_credited_on_a_touch_lets_no_held_point_expire(register, shop):
+    shop.program(points_lifetime_days=1, birthday_bonus=30000)
+    customer = shop.customer("100.00")
+    session, quote, _ = register.held(customer, [line("1", "10.00")])  # 3.00 held
+    shop.arrange(lambda s: age_lots(s, shop.tenant.company_id, customer, timedelta(days=2)))
+    shop.arrange(lambda s: s.execute(update(RewardAccount).where(
+        RewardAccount.customer_id == customer).values(birthday_due_on=bonuses.today(utcnow()))))
+    # The 100.00 expired before the bonus came: all but the 3.00 the hold keeps (§14).
+    body = register.call("GET", f"/v1/customers/{customer}/reward-account", expect=200).get_json()
+    assert (body["available"], body["reserved"]) == ("300.00", "3.00")
+    assert [event["amount"] for event in shop.events("reward.expired")] == ["-97.00"]
+    assert bonus_entries_of(shop, customer) == [("BONUS", "ACTIVE", 30000, "birthday")]
+    assert [event["balance"]["available"] for event in shop.events("reward.adjusted")] == ["300.00"]
+    assert register.commit(session["id"], quote["id"])["redeemed"] == "3.00"
+    assert shop.verify() == []
+
+
+def bonus_entries_of(shop, customer_id: str) -> list[tuple]:
+    return shop.arrange(lambda s: bonus_entries(s, customer_id))

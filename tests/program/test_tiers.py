@@ -8,7 +8,7 @@ from sqlalchemy import select, update
 
 from app.db import utcnow
 from app.models import RewardAccount, Sale
-from app.services.rewards import verification
+from app.services.rewards import spend, verification
 from tests.checkout.conftest import line
 from tests.program.helpers import change_program
 from worker.context import job_session
@@ -173,3 +173,19 @@ def test_verify_finds_a_spend_that_is_not_the_definition(client, register, shop)
                                        "computed 20000"]
     result = shop.app.test_cli_runner().invoke(args=["ledger", "verify", shop.tenant.company_id])
     assert result.exit_code == 1 and "spend: stored 20001" in result.output
+
+
+def test_the_periodic_job_counts_over_the_window_in_force_once_it_has_locked(
+        client, register, shop, monkeypatch):
+    change_program(client, shop.tenant, tiers=TIERS, tierWindowDays=30)
+    customer = shop.customer()
+    register.checkout(customer, TWO_CUPS)
+    _age_sales(shop, customer, 100)
+    assert _run_refresh(shop) == 1 and tier(client, shop, customer)["spend"] == "0.00"
+    read_before = shop.arrange(spend.programs_with_window)
+    change_program(client, shop.tenant, tierWindowDays=365)
+    # The job read the programs just before the window changed, and locks just after.
+    monkeypatch.setattr(spend, "programs_with_window", lambda session: read_before)
+    _run_refresh(shop)
+    assert tier(client, shop, customer)["spend"] == "200.00"
+    assert spend_differences(shop) == []

@@ -154,10 +154,10 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
 
 def _less_spend(work: UnitOfWork, account, sale, sale_spend: int, spend_before: int,
                 now: datetime) -> None:
-    """The tier's spend loses what the return took from a sale still in the window; a move
-    down is noticed here."""
-    since = tiers.window_start(now, sale.tier_window_days)
-    if since is None or sale.committed_at > since:
+    """The tier's spend loses what the return took from a sale it counts (those from its
+    oldest one on: the window read with the sale may have changed since); a move down is
+    noticed here."""
+    if account.spend_oldest_at is not None and sale.committed_at >= account.spend_oldest_at:
         account.spend += sale_spend - sale.spend
         account.updated_at = now
     spend.notice_move(work.session, account, tiers.from_stored(sale.tiers), spend_before)

@@ -83,9 +83,11 @@ def lock(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> 
         raise NotFound("customer")
     account = adopt(work, row)
     mature_due(work, account, now)
+    # The lots due expired before the bonus comes: credited first, it would be "available"
+    # to an expiry and let the points an active hold keeps expire (CONTRACT §14).
+    expiry.expire_due(work, account, now)
     if bonuses.is_due(account.birthday_due_on, now):
         _credit_birthday(work, account, now)
-    expiry.expire_due(work, account, now)
     return account
 
 

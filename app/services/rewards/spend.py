@@ -27,6 +27,7 @@ _IN_WINDOW = select(func.coalesce(func.sum(_SALES.c.spend), 0), func.min(_SALES.
     *_OF_CUSTOMER, _SALES.c.committed_at > bindparam("since"))
 _ALL_TIME = select(func.coalesce(func.sum(_SALES.c.spend), 0), func.min(_SALES.c.committed_at)).where(
     *_OF_CUSTOMER)
+_WINDOW = select(Program.tier_window_days).where(Program.company_id == bindparam("company_id"))
 
 
 def is_stale(oldest_at: datetime | None, window_days: int | None, now: datetime) -> bool:
@@ -36,7 +37,14 @@ def is_stale(oldest_at: datetime | None, window_days: int | None, now: datetime)
 
 
 def refresh(work: UnitOfWork, account: Account, window_days: int | None, now: datetime) -> None:
-    """Recompute the spend from the sales in the window, if a counted sale has left it."""
+    """Recompute the spend from the sales in the window, if a counted sale has left it.
+
+    `window_days` was read before the account was locked; a change of the window that
+    committed meanwhile recomputed this account under its lock, so the window is read again
+    (the lock is held now) before the spend is recomputed over it."""
+    if not is_stale(account.spend_oldest_at, window_days, now):
+        return
+    window_days = work.run(_WINDOW, {"company_id": account.company_id}).scalar()
     if not is_stale(account.spend_oldest_at, window_days, now):
         return
     since = tier_rules.window_start(now, window_days)
@@ -92,11 +100,13 @@ def recompute_company(session: Session, company_id: str, window_days: int | None
                       now: datetime) -> None:
     """Every account's spend over a new window, in one statement (a program change). The
     company's accounts are locked first: a commit locks its account before it writes its sale,
-    so none can slip in between the sums read and the spends written."""
+    so none can slip in between the sums read and the spends written. They are locked by
+    customer, the order in which the periodic jobs lock a batch, so neither can hold what the
+    other waits for."""
     accounts = RewardAccount.__table__
     session.execute(select(func.count()).select_from(
         select(accounts.c.customer_id).where(accounts.c.company_id == company_id)
-        .with_for_update().subquery()))
+        .order_by(accounts.c.customer_id).with_for_update().subquery()))
     counted = [_SALES.c.company_id == accounts.c.company_id,
                _SALES.c.customer_id == accounts.c.customer_id]
     since = tier_rules.window_start(now, window_days)
