@@ -33,7 +33,7 @@ EXPIRE_MOST = 50_000  # accounts per run
 
 def mature_rewards(session: Session, now: datetime) -> int:
     def mature_batch(limit: int) -> int:
-        due = ledger.accounts_due(session, now, limit=limit)
+        due = sorted(ledger.accounts_due(session, now, limit=limit))  # as a window change locks
         for company_id, customer_id in due:
             ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
         return len(due)

@@ -17,7 +17,7 @@ from tests.checkout.conftest import Register, line
 from tests.concurrency import delayed_job
 from tests.program.helpers import change_program
 from tests.program.test_tiers import TIERS, TWO_CUPS, _age_sales, _run_refresh, spend_differences
-from worker.periodic import credit_birthdays
+from worker.periodic import credit_birthdays, mature_rewards
 
 pytestmark = pytest.mark.postgres
 
@@ -90,7 +90,10 @@ def test_a_return_waiting_for_a_shorter_window_leaves_a_sale_it_no_longer_counts
     assert spend_differences(shop) == []
 
 
-def test_a_window_change_and_the_birthday_job_lock_accounts_in_one_order(app, shop, monkeypatch):
+@pytest.mark.parametrize(("finder", "task"), [(bonuses, credit_birthdays), (ledger, mature_rewards)],
+                         ids=["birthdays", "maturing"])
+def test_a_window_change_and_a_periodic_job_lock_accounts_in_one_order(app, shop, monkeypatch,
+                                                                     finder, task):
     """The job locks a batch of accounts one by one, the window change all of the company's:
     in the same order (by customer), or each may hold what the other waits for."""
     change_program(app.test_client(), shop.tenant, birthdayBonus="10")
@@ -101,7 +104,7 @@ def test_a_window_change_and_the_birthday_job_lock_accounts_in_one_order(app, sh
     shop.arrange(lambda s: s.execute(update(RewardAccount).where(
         RewardAccount.company_id == shop.tenant.company_id).values(birthday_due_on=today)))
     # The job's query may find them in any order (here the day of `second` came first).
-    monkeypatch.setattr(bonuses, "accounts_due", lambda session, now, limit: [
+    monkeypatch.setattr(finder, "accounts_due", lambda session, now, limit: [
         (shop.tenant.company_id, second), (shop.tenant.company_id, first)])
     holds_one, go_on = threading.Event(), threading.Event()
     lock = ledger.lock
@@ -118,7 +121,7 @@ def test_a_window_change_and_the_birthday_job_lock_accounts_in_one_order(app, sh
         s, shop.tenant.company_id, now=utcnow(), tier_window_days=30).tier_window_days)
     results = {}
     job = threading.Thread(target=lambda: results.update(job=_outcome(
-        delayed_job(app, lambda s: credit_birthdays(s, utcnow())))))
+        delayed_job(app, lambda s: task(s, utcnow())))))
     job.start()
     assert holds_one.wait(10)
     change = threading.Thread(target=lambda: results.update(change=_outcome(window_change)))
