@@ -76,6 +76,9 @@ def test_enrolled_on_the_birthday_gets_it_that_day_and_not_again(client, tenant,
     assert bonus_entries(db, customer["id"]) == [("BONUS", "ACTIVE", 1000, "welcome"),
                                                  ("BONUS", "ACTIVE", 50000, "birthday")]
     assert _due_on(db, customer["id"]) == bonuses.birthday_in(today.year + 1, today)
+    # Each credit's event shows the balance that credit left.
+    assert [(data["basis"], data["balance"]["available"]) for kind, data in events(db, tenant)
+            if kind == "reward.adjusted"] == [("welcome", "10.00"), ("birthday", "510.00")]
 
 
 def _run_job(app, now: datetime) -> int:

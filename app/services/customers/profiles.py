@@ -102,21 +102,22 @@ def enrol_customer(session: Session, company_id: str, *, phone: str, first_name:
                     work, company_id, customer.id, now,
                     birthday_due_on=bonuses.next_birthday(birth_date, bonuses.today(now)))
                 session.flush()
-            credited = []
+            adjusted = []  # each credit's event, with the balance that credit left
             if program.welcome_bonus:
-                credited.append(ledger.post(account, type="BONUS", amount=program.welcome_bonus,
-                                            now=now, basis=bonuses.WELCOME))
+                entry = ledger.post(account, type="BONUS", amount=program.welcome_bonus, now=now,
+                                    basis=bonuses.WELCOME)
+                adjusted.append(ledger.adjustment_as_json(entry, account))
             if bonuses.is_due(account.birthday_due_on, now):
                 if program.birthday_bonus:
-                    credited.append(ledger.post(account, type="BONUS", amount=program.birthday_bonus,
-                                                now=now, basis=bonuses.BIRTHDAY))
+                    entry = ledger.post(account, type="BONUS", amount=program.birthday_bonus,
+                                        now=now, basis=bonuses.BIRTHDAY)
+                    adjusted.append(ledger.adjustment_as_json(entry, account))
                 account.birthday_due_on = bonuses.after_credit(birth_date, now)
             created = CustomerBalance(customer, Balance.of(account))
             record_event(session, company_id, "customer.created",
                          customer_as_json(created, public_base_url))
-            for entry in credited:
-                record_event(session, company_id, "reward.adjusted",
-                             ledger.adjustment_as_json(entry, account))
+            for data in adjusted:
+                record_event(session, company_id, "reward.adjusted", data)
             return created
         except IntegrityError:
             ensure_not_enrolled(session, company_id, phone)
