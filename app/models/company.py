@@ -36,6 +36,9 @@ class Program(TenantMixin, Base):
     # JSON list of {name, minSpend, accrualBp} by minSpend (app.services.rewards.tiers).
     tiers: Mapped[str] = mapped_column(Text, default="[]")
     tier_window_days: Mapped[int | None] = mapped_column(Integer, nullable=True, default=365)
+    # Moved by every change of the window: an account whose spend was counted over an older
+    # one is recounted on its next touch or by the periodic job (app.services.rewards.spend).
+    tier_window_version: Mapped[int] = mapped_column(Integer, default=0)
     # Moved by every change to the company's campaigns: the register reads it with its context
     # and reloads its cached campaigns when it moved (app.services.program.matching).
     campaigns_version: Mapped[int] = mapped_column(Integer, default=0)

@@ -57,6 +57,7 @@ class RewardAccount(Base):
         ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
         Index("ix_reward_accounts_available", "company_id", "available"),
         Index("ix_reward_accounts_spend_oldest", "company_id", "spend_oldest_at"),
+        Index("ix_reward_accounts_spend_window", "company_id", "spend_window_version"),
         Index("ix_reward_accounts_birthday", "birthday_due_on"),
         # The periodic job's candidates (CONTRACT §14): only accounts with lots to watch.
         Index("ix_reward_accounts_expiry", "next_expiry_at",
@@ -84,6 +85,8 @@ class RewardAccount(Base):
     # (app.services.rewards.spend).
     spend: Mapped[int] = mapped_column(Money, default=0)
     spend_oldest_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    # The program's tier_window_version the spend was counted for.
+    spend_window_version: Mapped[int] = mapped_column(Integer, default=0)
     # The Moscow date the next birthday bonus is due (null without a birth date).
     birthday_due_on: Mapped[date | None] = mapped_column(Date, nullable=True)
 

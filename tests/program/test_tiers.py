@@ -182,10 +182,30 @@ def test_the_periodic_job_counts_over_the_window_in_force_once_it_has_locked(
     register.checkout(customer, TWO_CUPS)
     _age_sales(shop, customer, 100)
     assert _run_refresh(shop) == 1 and tier(client, shop, customer)["spend"] == "0.00"
-    read_before = shop.arrange(spend.programs_with_window)
+    read_before = shop.arrange(spend.programs)
     change_program(client, shop.tenant, tierWindowDays=365)
     # The job read the programs just before the window changed, and locks just after.
-    monkeypatch.setattr(spend, "programs_with_window", lambda session: read_before)
+    monkeypatch.setattr(spend, "programs", lambda session: read_before)
     _run_refresh(shop)
     assert tier(client, shop, customer)["spend"] == "200.00"
+    assert spend_differences(shop) == []
+
+
+def test_a_window_change_is_counted_on_the_next_touch_or_by_the_job(client, register, shop):
+    change_program(client, shop.tenant, tiers=TIERS, tierWindowDays=30)
+    read, left = shop.customer(), shop.customer()
+    for customer in (read, left):
+        register.checkout(customer, TWO_CUPS)
+        _age_sales(shop, customer, 100)
+    assert _run_refresh(shop) == 2
+    moved = moves(shop)
+    assert sorted(moved[-2:]) == sorted([(read, "Silver", "Base"), (left, "Silver", "Base")])
+    change_program(client, shop.tenant, tierWindowDays=365)
+    # Not recounted yet: each is held to the sales it counted, and verify agrees.
+    assert spend_differences(shop) == []
+    assert tier(client, shop, read)["spend"] == "200.00"  # a read recounts over 365 days
+    assert _run_refresh(shop) == 1  # the job takes the other one
+    assert tier(client, shop, left)["spend"] == "200.00" and _run_refresh(shop) == 0
+    assert tier(client, shop, left)["name"] == "Silver"
+    assert moves(shop) == moved  # the program moved them back, not their own spend
     assert spend_differences(shop) == []

@@ -55,7 +55,7 @@ def _needs_lock(ctx, now: datetime, touched: bool) -> bool:
     window."""
     return (touched or expiry.changes_balance(ctx, now)
             or bonuses.is_due(ctx.birthday_due_on, now)
-            or spend.is_stale(ctx.spend_oldest_at, ctx.tier_window_days, now))
+            or spend.needs_refresh(ctx, ctx, now))
 
 
 def _receipt(lines: list[dict], items: dict, campaigns: list[matching.LiveCampaign]):
@@ -94,7 +94,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
         account = ledger.lock(work, company_id, ctx.customer_id, now)
         if touched:
             expire_touched_hold(work, company_id, session_id, account, now)
-        spend.refresh_noticed(work, account, ctx.tier_window_days, tier_list, now)
+        spend.refresh_noticed(work, account, tier_list, now)
         available, customer_spend = account.available, account.spend
 
     campaigns = matching.running(

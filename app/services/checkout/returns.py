@@ -35,7 +35,7 @@ _PROGRAMS, _RETURNS, _LEDGER = Program.__table__, Return.__table__, LedgerEntry.
 _LOCKED_SALE = (select(SALES.c.id, SALES.c.customer_id, SALES.c.state,
                        SALES.c.accrual_available_at, SALES.c.committed_at, SALES.c.spend,
                        SALES.c.redemption_expires_at,
-                       _PROGRAMS.c.clawback_policy, _PROGRAMS.c.tiers, _PROGRAMS.c.tier_window_days)
+                       _PROGRAMS.c.clawback_policy, _PROGRAMS.c.tiers)
                 .join(_PROGRAMS, _PROGRAMS.c.company_id == SALES.c.company_id)
                 .where(SALES.c.company_id == bindparam("company"),
                        SALES.c.id == bindparam("sale_id"))
@@ -101,7 +101,7 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
     account = ledger.lock(work, company_id, sale.customer_id, now)
     # Before the sale's own new spend is written: the refresh reads the sales as they were.
     spend_before = account.spend
-    spend.refresh(work, account, sale.tier_window_days, now)
+    spend.refresh(work, account, now)
     if restored:
         # It expires with the earliest lot the redemption took from: a return never lengthens
         # a point's life (CONTRACT §14).

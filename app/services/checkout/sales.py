@@ -50,7 +50,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         expire_touched_hold(work, company_id, session_id, account, now)
     redeemed = captured.amount if captured is not None else 0
     tier_list = tiers.from_stored(ctx.tiers)
-    spend.refresh_noticed(work, account, ctx.tier_window_days, tier_list, now)
+    spend.refresh_noticed(work, account, tier_list, now)
 
     quote = json.loads(ctx.quote_lines)
     lines = quote["lines"]

@@ -46,7 +46,7 @@ CONTEXT = (
            SESSIONS.c.latest_quote_id, SESSIONS.c.expires_at,
            _PROGRAMS.c.accrual_bp, _PROGRAMS.c.max_redeem_bp, _PROGRAMS.c.accrual_delay_days,
            _PROGRAMS.c.hold_ttl_seconds, _PROGRAMS.c.tiers, _PROGRAMS.c.tier_window_days,
-           _PROGRAMS.c.campaigns_version,
+           _PROGRAMS.c.tier_window_version, _PROGRAMS.c.campaigns_version,
            _SUBSCRIPTIONS.c.status, _SUBSCRIPTIONS.c.access_until,
            QUOTES.c.id.label("quote_id"), QUOTES.c.lines.label("quote_lines"),
            QUOTES.c.discount.label("quote_discount"),
@@ -64,6 +64,8 @@ CONTEXT = (
                        *_ACCOUNT_OF_SESSION).label("next_expiry_at"),
            _of_session(_ACCOUNTS.c.spend, *_ACCOUNT_OF_SESSION).label("spend"),
            _of_session(_ACCOUNTS.c.spend_oldest_at, *_ACCOUNT_OF_SESSION).label("spend_oldest_at"),
+           _of_session(_ACCOUNTS.c.spend_window_version,
+                       *_ACCOUNT_OF_SESSION).label("spend_window_version"),
            _of_session(_ACCOUNTS.c.birthday_due_on, *_ACCOUNT_OF_SESSION).label("birthday_due_on"),
            _of_session(SALES.c.id, _OF_SESSION_COMPANY[SALES],
                        SALES.c.external_receipt_id == SESSIONS.c.external_receipt_id)

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app.models import Program
-from app.services.rewards import spend, tiers
+from app.services.rewards import tiers
 from app.services.tenancy import companies
 from app.services.webhooks.outbox import record_event
 from app.services.wire import format_amount, format_percent
@@ -37,8 +37,9 @@ def program_as_json(program: Program) -> dict:
 def change_program(session: Session, company_id: str, *, now: datetime,
                    tier_list: list[tiers.Tier] | None = None,
                    tier_window_days: int | None | object = UNCHANGED, **changes) -> Program:
-    """Apply the changes given (None: unchanged), `program.updated`. A new window recomputes
-    every customer's spend over it."""
+    """Apply the changes given (None: unchanged), `program.updated`. A new window moves its
+    version: each customer's spend is recounted over it on the next touch or by the periodic
+    job (app/services/rewards/spend.py), so no account is locked here."""
     problem = None if tier_list is None else tiers.tiers_problem(tier_list)
     if problem:
         raise ValueError(problem)
@@ -47,7 +48,7 @@ def change_program(session: Session, company_id: str, *, now: datetime,
     program = companies.update_program(session, company_id, **changes)
     if tier_window_days is not UNCHANGED and tier_window_days != program.tier_window_days:
         program.tier_window_days = tier_window_days
+        program.tier_window_version += 1
         session.flush()
-        spend.recompute_company(session, company_id, tier_window_days, now)
     record_event(session, company_id, "program.updated", program_as_json(program))
     return program

@@ -34,7 +34,10 @@ LOCKED_COLUMNS = (ACCOUNTS.c.company_id, ACCOUNTS.c.customer_id, ACCOUNTS.c.avai
                   ACCOUNTS.c.birthday_due_on, ACCOUNTS.c.next_expiry_at,
                   ACCOUNTS.c.next_reminder_at,
                   _of_program(_PROGRAMS.c.points_lifetime_days),
-                  _of_program(_PROGRAMS.c.expiry_reminder_days))
+                  _of_program(_PROGRAMS.c.expiry_reminder_days),
+                  ACCOUNTS.c.spend_window_version,
+                  _of_program(_PROGRAMS.c.tier_window_version),
+                  _of_program(_PROGRAMS.c.tier_window_days))
 LOCK = (select(*LOCKED_COLUMNS)
         .where(ACCOUNTS.c.company_id == bindparam("company_id"),
                ACCOUNTS.c.customer_id == bindparam("customer_id"))
@@ -49,7 +52,8 @@ SAVE = (update(ACCOUNTS)
                  spend_oldest_at=bindparam("b_spend_oldest_at"),
                  birthday_due_on=bindparam("b_birthday_due_on"),
                  next_expiry_at=bindparam("b_next_expiry_at"),
-                 next_reminder_at=bindparam("b_next_reminder_at")))
+                 next_reminder_at=bindparam("b_next_reminder_at"),
+                 spend_window_version=bindparam("b_spend_window_version")))
 _INSERT_ENTRIES = insert(LedgerEntry.__table__)
 _INSERT_LOTS = insert(LOTS)
 SAVE_LOT = (update(LOTS)
@@ -76,6 +80,11 @@ class Account:
     # The program's, when the account was locked (CONTRACT §14).
     points_lifetime_days: int | None = None
     expiry_reminder_days: int | None = None
+    # The window version the spend was counted for; the program's window and its version
+    # when the account was locked (app/services/rewards/spend.py).
+    spend_window_version: int = 0
+    tier_window_version: int = 0
+    tier_window_days: int | None = None
     # Entries posted since the last write-out: rows of ledger_entries, as values.
     new_entries: list[dict] = field(default_factory=list)
     # The lots with points left, read on first need (a debit or an expiry) by `read_lots`
@@ -98,7 +107,7 @@ class Account:
     def _figures(self) -> tuple:
         return (self.available, self.pending, self.reserved, self.next_maturity_at,
                 self.updated_at, self.spend, self.spend_oldest_at, self.birthday_due_on,
-                self.next_expiry_at, self.next_reminder_at)
+                self.next_expiry_at, self.next_reminder_at, self.spend_window_version)
 
     def open_lots(self) -> list[Lot]:
         """The lots with points left that come first in spending order (every one when
@@ -153,7 +162,8 @@ class Account:
             "b_reserved": self.reserved, "b_next_maturity_at": self.next_maturity_at,
             "b_updated_at": self.updated_at, "b_spend": self.spend,
             "b_spend_oldest_at": self.spend_oldest_at, "b_birthday_due_on": self.birthday_due_on,
-            "b_next_expiry_at": self.next_expiry_at, "b_next_reminder_at": self.next_reminder_at}))
+            "b_next_expiry_at": self.next_expiry_at, "b_next_reminder_at": self.next_reminder_at,
+            "b_spend_window_version": self.spend_window_version}))
         self.new_entries, self.new_lots, self.changed_lots = [], [], {}
         self.written = figures
         return writes

@@ -25,7 +25,7 @@ LONGEST_PROMOTION_YEARS = 10
 
 _ACCOUNT = select(RewardAccount).where(RewardAccount.company_id == bindparam("company_id"),
                                        RewardAccount.customer_id == bindparam("customer_id"))
-_PROGRAM = select(Program.tiers, Program.tier_window_days).where(
+_PROGRAM = select(Program.tiers, Program.tier_window_days, Program.tier_window_version).where(
     Program.company_id == bindparam("company_id"))
 _LOT_OF_ENTRY = ((RewardLot.company_id == LedgerEntry.company_id)
                  & (RewardLot.id == LedgerEntry.id))
@@ -71,15 +71,15 @@ def get_account(session: Session, company_id: str, customer_id: str,
 
 def account_standing(session: Session, company_id: str, customer_id: str,
                      now: datetime) -> AccountStanding:
-    """The account with its tier and the points about to expire; a spend whose oldest sale
-    has left the window is recomputed first (and a move down noticed)."""
+    """The account with its tier and the points about to expire; a spend that needs a recount
+    (an older window, or its oldest sale has left it) is recounted first (and a move
+    noticed)."""
     account = get_account(session, company_id, customer_id, now)
     program = session.execute(_PROGRAM, {"company_id": company_id}).one()
     tier_list = tiers.from_stored(program.tiers)
-    if spend.is_stale(account.spend_oldest_at, program.tier_window_days, now):
+    if spend.needs_refresh(account, program, now):
         account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
-        spend.refresh_noticed(UnitOfWork.of(session), account, program.tier_window_days,
-                              tier_list, now)
+        spend.refresh_noticed(UnitOfWork.of(session), account, tier_list, now)
     return AccountStanding(account, tiers.standing(tier_list, account.spend),
                            _expiring(session, account))
 

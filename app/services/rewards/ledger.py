@@ -49,7 +49,8 @@ _OF_ACCOUNT = (_ENTRIES.c.company_id == bindparam("b_company_id"),
 _DUE = (*_OF_ACCOUNT, _ENTRIES.c.status == "PENDING", _ENTRIES.c.available_at <= bindparam("now"))
 DUE_COLUMNS = (_ENTRIES.c.id, _ENTRIES.c.amount, _ENTRIES.c.sale_id, _ENTRIES.c.available_at)
 _DUE_ENTRIES = select(*DUE_COLUMNS).where(*_DUE)
-_PROGRAM_EXPIRY = select(Program.points_lifetime_days, Program.expiry_reminder_days).where(
+_PROGRAM_OF_NEW = select(Program.points_lifetime_days, Program.expiry_reminder_days,
+                         Program.tier_window_version, Program.tier_window_days).where(
     Program.company_id == bindparam("company_id"))
 _MATURE = update(_ENTRIES).where(*_DUE).values(status="ACTIVE")
 _NEXT_MATURITY = select(func.min(_ENTRIES.c.available_at)).where(
@@ -58,15 +59,19 @@ _NEXT_MATURITY = select(func.min(_ENTRIES.c.available_at)).where(
 
 def open_account(work: UnitOfWork, company_id: str, customer_id: str, now: datetime,
                  birthday_due_on: date | None = None) -> Account:
-    """A new customer's empty account, written at once (enrolment may retry on a clash)."""
+    """A new customer's empty account, written at once (enrolment may retry on a clash). Its
+    spend of 0 is right over the program's window, whichever it is."""
     account = Account(company_id, customer_id, 0, 0, 0, None, now,
                       birthday_due_on=birthday_due_on, lots=[], lots_complete=True)
+    program = work.run(_PROGRAM_OF_NEW, {"company_id": company_id}).first()
+    if program is not None:
+        (account.points_lifetime_days, account.expiry_reminder_days,
+         account.tier_window_version, account.tier_window_days) = program
+        account.spend_window_version = account.tier_window_version
     work.run(OPEN, {"company_id": company_id, "customer_id": customer_id, "available": 0,
                     "pending": 0, "reserved": 0, "next_maturity_at": None, "updated_at": now,
-                    "spend": 0, "spend_oldest_at": None, "birthday_due_on": birthday_due_on})
-    program = work.run(_PROGRAM_EXPIRY, {"company_id": company_id}).first()
-    if program is not None:
-        account.points_lifetime_days, account.expiry_reminder_days = program
+                    "spend": 0, "spend_oldest_at": None, "birthday_due_on": birthday_due_on,
+                    "spend_window_version": account.spend_window_version})
     work.accounts[(company_id, customer_id)] = account
     return account
 

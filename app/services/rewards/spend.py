@@ -1,17 +1,21 @@
 """The tier's spend (CONTRACT §15), kept on the reward account rather than summed from the
 customer's sales on every quote.
 
-A committed sale adds its spend, a return takes back what it removes from a sale still in the
-window; the account remembers the oldest sale it counts, and once that sale leaves the window
+A committed sale adds its spend, a return takes back what it removes from a sale the spend
+counts; the account remembers the oldest sale it counts, and once that sale leaves the window
 (`is_stale`) the spend is recomputed from the sales still in it: on the next touch that needs
-it (quote, commit, return, reading the account) or by the periodic job. `flask ledger verify`
-recomputes it from the sale lines (app/services/rewards/verification.py).
+it (quote, commit, return, reading the account) or by the periodic job. A change of the
+window moves the program's `tier_window_version` and nothing else, so the back office never
+locks a company's accounts: an account counted for an older version (`needs_refresh`) is
+recomputed over the new window the same way, on its next touch or by the job. The window and
+its version come with the account's lock, from one snapshot. `flask ledger verify` recomputes
+the spend from the sale lines (app/services/rewards/verification.py).
 """
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.models import Program, RewardAccount, Sale
@@ -27,7 +31,6 @@ _IN_WINDOW = select(func.coalesce(func.sum(_SALES.c.spend), 0), func.min(_SALES.
     *_OF_CUSTOMER, _SALES.c.committed_at > bindparam("since"))
 _ALL_TIME = select(func.coalesce(func.sum(_SALES.c.spend), 0), func.min(_SALES.c.committed_at)).where(
     *_OF_CUSTOMER)
-_WINDOW = select(Program.tier_window_days).where(Program.company_id == bindparam("company_id"))
 
 
 def is_stale(oldest_at: datetime | None, window_days: int | None, now: datetime) -> bool:
@@ -36,33 +39,40 @@ def is_stale(oldest_at: datetime | None, window_days: int | None, now: datetime)
     return since is not None and oldest_at is not None and oldest_at <= since
 
 
-def refresh(work: UnitOfWork, account: Account, window_days: int | None, now: datetime) -> None:
-    """Recompute the spend from the sales in the window, if a counted sale has left it.
+def needs_refresh(account, program, now: datetime) -> bool:
+    """The spend is to be recomputed: counted over an older window (`account`'s
+    spend_window_version behind `program`'s tier_window_version), or its oldest sale has
+    left the window. Both take any object with those attributes: a context row, an
+    Account, the ORM's."""
+    return (account.spend_window_version != program.tier_window_version
+            or is_stale(account.spend_oldest_at, program.tier_window_days, now))
 
-    `window_days` was read before the account was locked; a change of the window that
-    committed meanwhile recomputed this account under its lock, so the window is read again
-    (the lock is held now) before the spend is recomputed over it."""
-    if not is_stale(account.spend_oldest_at, window_days, now):
+
+def refresh(work: UnitOfWork, account: Account, now: datetime) -> None:
+    """Recompute the spend over the window in force when the account was locked, if
+    `needs_refresh`."""
+    if not needs_refresh(account, account, now):
         return
-    window_days = work.run(_WINDOW, {"company_id": account.company_id}).scalar()
-    if not is_stale(account.spend_oldest_at, window_days, now):
-        return
-    since = tier_rules.window_start(now, window_days)
+    since = tier_rules.window_start(now, account.tier_window_days)
     key = {"company_id": account.company_id, "customer_id": account.customer_id}
     if since is None:
         total, oldest = work.run(_ALL_TIME, key).one()
     else:
         total, oldest = work.run(_IN_WINDOW, {**key, "since": since}).one()
     account.spend, account.spend_oldest_at = int(total), oldest  # int(): numeric on PostgreSQL
+    account.spend_window_version = account.tier_window_version
     account.updated_at = now
 
 
-def refresh_noticed(work: UnitOfWork, account: Account, window_days: int | None,
-                    tiers: tuple[tier_rules.Tier, ...], now: datetime) -> None:
-    """`refresh`, and `customer.tier_changed` if old sales leaving moved the customer down."""
-    before = account.spend
-    refresh(work, account, window_days, now)
-    notice_move(work.session, account, tiers, before)
+def refresh_noticed(work: UnitOfWork, account: Account, tiers: tuple[tier_rules.Tier, ...],
+                    now: datetime) -> None:
+    """`refresh`, and `customer.tier_changed` if old sales leaving moved the customer. A
+    recount over a new window is the program's change, not the customer's, and is not noticed
+    (nor is a change of the tier list)."""
+    before, own = account.spend, account.spend_window_version == account.tier_window_version
+    refresh(work, account, now)
+    if own:
+        notice_move(work.session, account, tiers, before)
 
 
 def add_sale(account: Account, spend: int, committed_at: datetime) -> None:
@@ -82,36 +92,18 @@ def notice_move(session: Session, account: Account, tiers: tuple[tier_rules.Tier
             "to": now_in.name if now_in else None})
 
 
-def programs_with_window(session: Session) -> list[tuple[str, int, str]]:
-    """(company_id, tier_window_days, tiers) of every program whose sales leave a window."""
-    return list(session.execute(select(Program.company_id, Program.tier_window_days, Program.tiers)
-                                .where(Program.tier_window_days.is_not(None))))
+def programs(session: Session) -> list:
+    """(company_id, tier_window_days, tier_window_version, tiers) of every program."""
+    return list(session.execute(select(Program.company_id, Program.tier_window_days,
+                                       Program.tier_window_version, Program.tiers)))
 
 
-def stale_accounts(session: Session, company_id: str, window_days: int, now: datetime,
-                   limit: int) -> list[str]:
-    """Customers of the company whose oldest counted sale has left the window."""
-    since = tier_rules.window_start(now, window_days)
-    return list(session.scalars(select(RewardAccount.customer_id).where(
-        RewardAccount.company_id == company_id, RewardAccount.spend_oldest_at <= since).limit(limit)))
-
-
-def recompute_company(session: Session, company_id: str, window_days: int | None,
-                      now: datetime) -> None:
-    """Every account's spend over a new window, in one statement (a program change). The
-    company's accounts are locked first: a commit locks its account before it writes its sale,
-    so none can slip in between the sums read and the spends written. They are locked by
-    customer, the order in which the periodic jobs lock a batch, so neither can hold what the
-    other waits for."""
-    accounts = RewardAccount.__table__
-    session.execute(select(func.count()).select_from(
-        select(accounts.c.customer_id).where(accounts.c.company_id == company_id)
-        .order_by(accounts.c.customer_id).with_for_update().subquery()))
-    counted = [_SALES.c.company_id == accounts.c.company_id,
-               _SALES.c.customer_id == accounts.c.customer_id]
-    since = tier_rules.window_start(now, window_days)
+def stale_accounts(session: Session, program, now: datetime, limit: int) -> list[str]:
+    """Customers of the program's company whose spend needs a recount: counted over an older
+    window, or their oldest counted sale has left it (each along its index)."""
+    since = tier_rules.window_start(now, program.tier_window_days)
+    stale = [RewardAccount.spend_window_version < program.tier_window_version]
     if since is not None:
-        counted.append(_SALES.c.committed_at > since)
-    session.execute(update(accounts).where(accounts.c.company_id == company_id).values(
-        spend=select(func.coalesce(func.sum(_SALES.c.spend), 0)).where(*counted).scalar_subquery(),
-        spend_oldest_at=select(func.min(_SALES.c.committed_at)).where(*counted).scalar_subquery()))
+        stale.append(RewardAccount.spend_oldest_at <= since)
+    return list(session.scalars(select(RewardAccount.customer_id).where(
+        RewardAccount.company_id == program.company_id, or_(*stale)).limit(limit)))

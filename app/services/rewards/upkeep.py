@@ -84,7 +84,8 @@ _BULK_UPDATES = {
         "reward_accounts", {"company_id": "varchar", "customer_id": "varchar"},
         {"available": _MONEY, "pending": _MONEY, "reserved": _MONEY, "next_maturity_at": _MOMENT,
          "updated_at": _MOMENT, "spend": _MONEY, "spend_oldest_at": _MOMENT,
-         "birthday_due_on": "date", "next_expiry_at": _MOMENT, "next_reminder_at": _MOMENT}),
+         "birthday_due_on": "date", "next_expiry_at": _MOMENT, "next_reminder_at": _MOMENT,
+         "spend_window_version": "integer"}),
 }
 # What an account's inserted rows are undone by, should it change before its lock.
 _UNDO = {table.name: table for table in (LedgerEntry.__table__, LOTS, OutboxEvent.__table__)}

@@ -160,18 +160,21 @@ def _lot_differences(session: Session, company_id: str, after: str | None,
 def verify_spend(session: Session, now: datetime, company_id: str | None = None) -> list[Difference]:
     """Every account's tier spend against its definition (CONTRACT §15), recomputed line by
     line from the sales: Σ floor((amount − discount) × (quantity − returned) / quantity) over
-    the sales committed in the window. An account whose oldest counted sale has left the
-    window and is not recomputed yet (the periodic job is on its way) is held to the sales
-    it counted: those from that oldest one on."""
-    programs = select(Program.company_id, Program.tier_window_days)
+    the sales committed in the window. An account not recounted yet (the periodic job is on
+    its way) whose oldest counted sale has left the window, or whose spend was counted over
+    an older window, is held to the sales it counted: those from that oldest one on."""
+    programs = select(Program.company_id, Program.tier_window_days, Program.tier_window_version)
     if company_id is not None:
         programs = programs.where(Program.company_id == company_id)
     differences = []
-    for company, window_days in session.execute(programs.order_by(Program.company_id)).all():
+    for company, window_days, version in session.execute(
+            programs.order_by(Program.company_id)).all():
         since = tiers.window_start(now, window_days)
-        stored = {customer: (spend, oldest) for customer, spend, oldest in session.execute(
-            select(RewardAccount.customer_id, RewardAccount.spend, RewardAccount.spend_oldest_at)
-            .where(RewardAccount.company_id == company))}
+        stored = {customer: (spend, oldest, counted_for != version)
+                  for customer, spend, oldest, counted_for in session.execute(
+                      select(RewardAccount.customer_id, RewardAccount.spend,
+                             RewardAccount.spend_oldest_at, RewardAccount.spend_window_version)
+                      .where(RewardAccount.company_id == company))}
         computed: dict[str, int] = defaultdict(int)
         lines = session.execute(
             select(Sale.customer_id, Sale.committed_at, SaleLine.amount, SaleLine.discount,
@@ -179,12 +182,14 @@ def verify_spend(session: Session, now: datetime, company_id: str | None = None)
             .join(SaleLine, and_(SaleLine.company_id == Sale.company_id, SaleLine.sale_id == Sale.id))
             .where(Sale.company_id == company).execution_options(yield_per=10_000))
         for customer, committed_at, amount, discount, quantity, returned in lines:
-            oldest = stored.get(customer, (0, None))[1]
-            counted = (since is None or committed_at > since
-                       or (oldest is not None and oldest <= since and committed_at >= oldest))
+            _, oldest, behind = stored.get(customer, (0, None, False))
+            from_oldest = oldest is not None and committed_at >= oldest
+            counted = from_oldest if behind else (
+                since is None or committed_at > since
+                or (oldest is not None and oldest <= since and from_oldest))
             if counted:
                 computed[customer] += tiers.line_spend(amount, discount, quantity, returned)
-        for customer, (spend, _) in sorted(stored.items()):
+        for customer, (spend, _, _) in sorted(stored.items()):
             if spend != computed.get(customer, 0):
                 differences.append(Difference(company, customer, "spend", spend,
                                               computed.get(customer, 0)))
