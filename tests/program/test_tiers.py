@@ -209,3 +209,34 @@ def test_a_window_change_is_counted_on_the_next_touch_or_by_the_job(client, regi
     assert tier(client, shop, left)["name"] == "Silver"
     assert moves(shop) == moved  # the program moved them back, not their own spend
     assert spend_differences(shop) == []
+
+
+def _kinds_after(shop, count: int) -> list[str]:
+    """The company's event types recorded after the first `count`, in order."""
+    from app.models import OutboxEvent
+    return shop.arrange(lambda s: list(s.scalars(
+        select(OutboxEvent.type).where(OutboxEvent.company_id == shop.tenant.company_id)
+        .order_by(OutboxEvent.created_at).offset(count))))
+
+
+def test_a_commit_notices_a_move_once_after_its_sale(client, register, shop):
+    change_program(client, shop.tenant, tiers=TIERS, tierWindowDays=30)
+    customer = shop.customer()
+    register.checkout(customer, TWO_CUPS)  # Silver
+
+    def commit_after_old_sales_left(amount: str) -> list[str]:
+        session = register.open(customer)
+        quote = register.quote(session["id"], [line("1", amount)])  # the old sales still count
+        _age_sales(shop, customer, 100)  # and leave the window before the commit
+        recorded = len(_kinds_after(shop, 0))
+        register.commit(session["id"], quote["id"])
+        return _kinds_after(shop, recorded)
+
+    # Down to Base (its 100.00 alone): one move, after the sale.
+    assert commit_after_old_sales_left("100.00") == ["sale.committed", "customer.tier_changed"]
+    register.checkout(customer, [line("1", "200.00")])  # Silver again
+    # Silver before the old sales left, Silver with this sale alone: no move, not two.
+    assert commit_after_old_sales_left("200.00") == ["sale.committed"]
+    assert moves(shop) == [(customer, "Base", "Silver"), (customer, "Silver", "Base"),
+                           (customer, "Base", "Silver")]
+    assert spend_differences(shop) == []

@@ -50,7 +50,8 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         expire_touched_hold(work, company_id, session_id, account, now)
     redeemed = captured.amount if captured is not None else 0
     tier_list = tiers.from_stored(ctx.tiers)
-    spend.refresh_noticed(work, account, tier_list, now)
+    # A move by old sales leaving is noticed with the sale's own, once, after sale.committed.
+    spend_before = spend.refresh_for_notice(work, account, now)
 
     quote = json.loads(ctx.quote_lines)
     lines = quote["lines"]
@@ -110,7 +111,6 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
          "reversed_accrual": 0, "accrual_bp": p.accrual_bp, "campaign_id": p.campaign_id}
         for position, (line, p) in enumerate(zip(lines, priced.lines))])
     record_event(session, company_id, "sale.committed", sale.as_json())
-    spend_before = account.spend
     spend.add_sale(account, sale_spend, now)
     spend.notice_move(session, account, tier_list, spend_before)
     return sale

@@ -66,13 +66,18 @@ def refresh(work: UnitOfWork, account: Account, now: datetime) -> None:
 
 def refresh_noticed(work: UnitOfWork, account: Account, tiers: tuple[tier_rules.Tier, ...],
                     now: datetime) -> None:
-    """`refresh`, and `customer.tier_changed` if old sales leaving moved the customer. A
-    recount over a new window is the program's change, not the customer's, and is not noticed
-    (nor is a change of the tier list)."""
+    """`refresh`, and `customer.tier_changed` if old sales leaving moved the customer."""
+    notice_move(work.session, account, tiers, refresh_for_notice(work, account, now))
+
+
+def refresh_for_notice(work: UnitOfWork, account: Account, now: datetime) -> int:
+    """`refresh`; returns the spend a notice of a move compares with: the one before the
+    recount when old sales leaving moved it, the recounted one when a new window did. That is
+    the program's change, not the customer's, and is not noticed (nor is a change of the tier
+    list)."""
     before, own = account.spend, account.spend_window_version == account.tier_window_version
     refresh(work, account, now)
-    if own:
-        notice_move(work.session, account, tiers, before)
+    return before if own else account.spend
 
 
 def add_sale(account: Account, spend: int, committed_at: datetime) -> None:
