@@ -105,3 +105,4 @@ def test_a_window_change_waits_for_no_account(app, shop):
     assert _stored_spend(shop, customer) == 0  # recounted later, not by the change
     assert _run_refresh(shop) == 1 and _stored_spend(shop, customer) == 20000
     assert spend_differences(shop) == []
+

@@ -240,3 +240,15 @@ def test_a_commit_notices_a_move_once_after_its_sale(client, register, shop):
     assert moves(shop) == [(customer, "Base", "Silver"), (customer, "Silver", "Base"),
                            (customer, "Base", "Silver")]
     assert spend_differences(shop) == []
+
+
+def test_a_return_after_a_window_change_notices_no_move_the_change_made(client, register, shop):
+    change_program(client, shop.tenant, tiers=TIERS, tierWindowDays=365)
+    customer = shop.customer()
+    old = register.checkout(customer, TWO_CUPS)["sale"]  # Silver
+    _age_sales(shop, customer, 100)
+    change_program(client, shop.tenant, tierWindowDays=30)  # the program moves them to Base
+    moved = moves(shop)
+    register.return_lines(old["id"], [("1", "1")])
+    assert moves(shop) == moved
+    assert tier(client, shop, customer)["spend"] == "0.00" and spend_differences(shop) == []

@@ -100,8 +100,7 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
     entry = {"now": now, "sale_id": sale_id, "return_id": return_id}
     account = ledger.lock(work, company_id, sale.customer_id, now)
     # Before the sale's own new spend is written: the refresh reads the sales as they were.
-    spend_before = account.spend
-    spend.refresh(work, account, now)
+    spend_before = spend.refresh_for_notice(work, account, now)
     if restored:
         # It expires with the earliest lot the redemption took from: a return never lengthens
         # a point's life (CONTRACT §14).
