@@ -21,9 +21,14 @@ ACCOUNTS = RewardAccount.__table__
 _PROGRAMS = Program.__table__
 
 
+# The program's settings an Account carries, named as its fields, last in their order: they
+# come with the lock (scalar subqueries), so a credit knows its lot's life and a recount its
+# window without a round trip of their own.
+PROGRAM_SETTINGS = (_PROGRAMS.c.points_lifetime_days, _PROGRAMS.c.expiry_reminder_days,
+                    _PROGRAMS.c.tier_window_version, _PROGRAMS.c.tier_window_days)
+
+
 def _of_program(column):
-    # The program's expiry settings come with the lock, so a credit knows its lot's life
-    # without a round trip of its own.
     return (select(column).where(_PROGRAMS.c.company_id == ACCOUNTS.c.company_id)
             .scalar_subquery().label(column.name))
 
@@ -32,12 +37,8 @@ LOCKED_COLUMNS = (ACCOUNTS.c.company_id, ACCOUNTS.c.customer_id, ACCOUNTS.c.avai
                   ACCOUNTS.c.pending, ACCOUNTS.c.reserved, ACCOUNTS.c.next_maturity_at,
                   ACCOUNTS.c.updated_at, ACCOUNTS.c.spend, ACCOUNTS.c.spend_oldest_at,
                   ACCOUNTS.c.birthday_due_on, ACCOUNTS.c.next_expiry_at,
-                  ACCOUNTS.c.next_reminder_at,
-                  _of_program(_PROGRAMS.c.points_lifetime_days),
-                  _of_program(_PROGRAMS.c.expiry_reminder_days),
-                  ACCOUNTS.c.spend_window_version,
-                  _of_program(_PROGRAMS.c.tier_window_version),
-                  _of_program(_PROGRAMS.c.tier_window_days))
+                  ACCOUNTS.c.next_reminder_at, ACCOUNTS.c.spend_window_version,
+                  *(_of_program(column) for column in PROGRAM_SETTINGS))
 LOCK = (select(*LOCKED_COLUMNS)
         .where(ACCOUNTS.c.company_id == bindparam("company_id"),
                ACCOUNTS.c.customer_id == bindparam("customer_id"))
@@ -77,12 +78,11 @@ class Account:
     birthday_due_on: date | None = None
     next_expiry_at: datetime | None = None
     next_reminder_at: datetime | None = None
-    # The program's, when the account was locked (CONTRACT §14).
+    # The tier window's version the spend was counted for (app/services/rewards/spend.py).
+    spend_window_version: int = 0
+    # PROGRAM_SETTINGS, when the account was locked (CONTRACT §14, §15).
     points_lifetime_days: int | None = None
     expiry_reminder_days: int | None = None
-    # The window version the spend was counted for; the program's window and its version
-    # when the account was locked (app/services/rewards/spend.py).
-    spend_window_version: int = 0
     tier_window_version: int = 0
     tier_window_days: int | None = None
     # Entries posted since the last write-out: rows of ledger_entries, as values.

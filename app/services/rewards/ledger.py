@@ -30,7 +30,7 @@ from app.models import LedgerEntry, Program, RewardAccount
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
 from app.services.rewards import bonuses, expiry, lots
-from app.services.rewards.account import LOCK, OPEN, Account
+from app.services.rewards.account import LOCK, OPEN, PROGRAM_SETTINGS, Account
 from app.services.rewards.lots import FIRST_OPEN_LOTS, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
@@ -49,9 +49,7 @@ _OF_ACCOUNT = (_ENTRIES.c.company_id == bindparam("b_company_id"),
 _DUE = (*_OF_ACCOUNT, _ENTRIES.c.status == "PENDING", _ENTRIES.c.available_at <= bindparam("now"))
 DUE_COLUMNS = (_ENTRIES.c.id, _ENTRIES.c.amount, _ENTRIES.c.sale_id, _ENTRIES.c.available_at)
 _DUE_ENTRIES = select(*DUE_COLUMNS).where(*_DUE)
-_PROGRAM_OF_NEW = select(Program.points_lifetime_days, Program.expiry_reminder_days,
-                         Program.tier_window_version, Program.tier_window_days).where(
-    Program.company_id == bindparam("company_id"))
+_PROGRAM_OF_NEW = select(*PROGRAM_SETTINGS).where(Program.company_id == bindparam("company_id"))
 _MATURE = update(_ENTRIES).where(*_DUE).values(status="ACTIVE")
 _NEXT_MATURITY = select(func.min(_ENTRIES.c.available_at)).where(
     *_OF_ACCOUNT, _ENTRIES.c.status == "PENDING")
@@ -65,8 +63,8 @@ def open_account(work: UnitOfWork, company_id: str, customer_id: str, now: datet
                       birthday_due_on=birthday_due_on, lots=[], lots_complete=True)
     program = work.run(_PROGRAM_OF_NEW, {"company_id": company_id}).first()
     if program is not None:
-        (account.points_lifetime_days, account.expiry_reminder_days,
-         account.tier_window_version, account.tier_window_days) = program
+        for column, value in zip(PROGRAM_SETTINGS, program):
+            setattr(account, column.name, value)
         account.spend_window_version = account.tier_window_version
     work.run(OPEN, {"company_id": company_id, "customer_id": customer_id, "available": 0,
                     "pending": 0, "reserved": 0, "next_maturity_at": None, "updated_at": now,
