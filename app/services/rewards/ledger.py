@@ -264,8 +264,8 @@ def apply_maturity(account: Account, rows) -> int:
     amount = 0
     for row in sorted(rows, key=lambda row: row.amount < 0):
         if row.amount > 0:
-            credit_lot(account, row.id, row.amount, row.available_at, sale_id=row.sale_id,
-                       expires_at=lots.lifetime_end(row.available_at, account.points_lifetime_days))
+            # Its lot's life (the program's lifetime) runs from its availableAt.
+            credit_lot(account, row.id, row.amount, row.available_at, sale_id=row.sale_id)
         elif row.amount < 0:
             spend(account, -row.amount, first_sale_id=row.sale_id)
         account.pending -= row.amount
