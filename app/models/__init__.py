@@ -1,7 +1,7 @@
 """Typed SQLAlchemy models. Importing this package registers every table on Base.metadata."""
 from app.models.checkout import CheckoutSession, Hold, Quote, Return, Sale, SaleLine
 from app.models.company import Campaign, Company, Program, Subscription
-from app.models.credential import ApiCredential
+from app.models.credential import ApiCredential, PreviousKey
 from app.models.customer import (Customer, CustomerName, LedgerEntry, OtpChallenge, RewardAccount,
                                  RewardLot)
 from app.models.gift_card import GiftCard
@@ -12,6 +12,6 @@ from app.models.outbox import AllowedWebhookHost, OutboxEvent, WebhookDelivery, 
 __all__ = [
     "AllowedWebhookHost", "ApiCredential", "Campaign", "Cashier", "CatalogItem", "CatalogSync", "CheckoutSession",
     "Company", "Customer", "CustomerName", "GiftCard", "Hold", "IdempotencyRecord", "LedgerEntry",
-    "OtpChallenge", "OutboxEvent", "Program", "Quote", "Return", "RewardAccount", "RewardLot",
+    "OtpChallenge", "OutboxEvent", "PreviousKey", "Program", "Quote", "Return", "RewardAccount", "RewardLot",
     "Sale", "SaleLine", "Store", "Subscription", "Terminal", "WebhookDelivery", "WebhookEndpoint",
 ]

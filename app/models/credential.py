@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index, String
+from sqlalchemy import ForeignKeyConstraint, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UtcDateTime
@@ -15,16 +15,36 @@ class ApiCredential(TenantMixin, Base):
     __table_args__ = (
         # Authentication looks a key up by digest alone: the key is what names the company.
         Index("ix_api_credentials_key_digest", "key_digest"),
-        Index("ix_api_credentials_previous_key_digest", "previous_key_digest"),
     )
+    # The table still has previous_key_digest and previous_valid_until (and their index),
+    # unused since migration 0014: the release before it reads them on every request, so
+    # they stay until no such release can run beside this one (docs/decisions.md).
 
     name: Mapped[str] = mapped_column(String(100))
     scopes: Mapped[str] = mapped_column(String(500))  # space-separated
     prefix: Mapped[str] = mapped_column(String(16))
     key_digest: Mapped[str] = mapped_column(String(64))
-    # After a rotation with a grace period the old key keeps working until then.
-    previous_key_digest: Mapped[str | None] = mapped_column(String(64), nullable=True)
-    previous_valid_until: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     rotated_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+
+
+class PreviousKey(Base):
+    """A key a rotation with a grace period replaced: it keeps working until `valid_until`,
+    however many rotations follow (CONTRACT §3)."""
+
+    __tablename__ = "api_credential_previous_keys"
+    __table_args__ = (
+        ForeignKeyConstraint(["company_id", "credential_id"],
+                             ["api_credentials.company_id", "api_credentials.id"]),
+        # Looked up by digest alone, as the credential's own key.
+        Index("ix_api_credential_previous_keys_key_digest", "key_digest"),
+    )
+
+    company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    credential_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    # The order in which the credential's rotations replaced its kept keys: the lowest is
+    # the oldest, the one an 11th replaced key ends early.
+    sequence: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    key_digest: Mapped[str] = mapped_column(String(64))
+    valid_until: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -1,18 +1,9 @@
 """What a key may do to other keys: rotate or revoke only keys whose scopes are all its own,
-so no key obtains a stronger one (CONTRACT §3); rotations of one key take turns."""
+so no key obtains a stronger one (CONTRACT §3). Rotations of one key, taking turns:
+tests/api/test_key_rotations.py."""
 from __future__ import annotations
 
-import threading
-import time
-from functools import partial
-
-import pytest
-from sqlalchemy import select, text
-
-from app.models import ApiCredential
-
 from tests.api.test_auth import _credential_id
-from tests.concurrency import raising, run_together
 
 KEY_KEEPER = ("credentials:read", "credentials:write")
 
@@ -81,44 +72,3 @@ def test_the_operator_may_rotate_any_key(app, client, tenant):
     assert result.exit_code == 0, result.output
     assert _works(client, tenant, result.output.splitlines()[-1])
     assert not _works(client, tenant, tenant.key)
-
-
-def _waiting_on_locks(app) -> int:
-    with app.extensions["engine"].connect() as connection:
-        return connection.scalar(text(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock'"))
-
-
-@pytest.mark.postgres
-def test_concurrent_rotations_of_one_key_take_turns(app, client, tenant, db):
-    """Ten rotations at once, each with a grace period: each starts from the key the one
-    before it left, so the last key and the one before it (in its grace) both work. Without
-    the row lock, rotations would read the same row and the grace keep a key nobody holds."""
-    target = tenant.key_with("company:read")
-    target_id = _credential_id(client, tenant, target)
-    clients = [app.test_client() for _ in range(10)]
-
-    def rotate(one_client):
-        response = one_client.post(f"/v1/api-credentials/{target_id}/rotate",
-                                   headers=tenant.headers(), json={"gracePeriodSeconds": 600})
-        return response.status_code, response.get_json().get("key")
-
-    # The test holds the row until all ten wait on it, so they truly overlap.
-    db.execute(select(ApiCredential).where(ApiCredential.id == target_id).with_for_update())
-    answers: list = []
-    rotations = threading.Thread(target=lambda: answers.extend(
-        run_together([partial(rotate, c) for c in clients])))
-    rotations.start()
-    while _waiting_on_locks(app) < 10 and rotations.is_alive():
-        time.sleep(0.01)
-    db.commit()
-    rotations.join()
-
-    assert [status for status, _ in raising(answers)] == [201] * 10
-    keys = [key for _, key in answers]
-    assert len(set(keys)) == 10
-    working = [key for key in keys
-               if client.get("/v1/company", headers=tenant.headers(key=key)).status_code == 200]
-    assert len(working) == 2
-    assert client.get("/v1/company", headers=tenant.headers(key=target)).status_code == 401

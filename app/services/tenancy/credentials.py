@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, union_all, update
 from sqlalchemy.orm import Session
 
-from app.models import ApiCredential, Terminal
+from app.models import ApiCredential, PreviousKey, Terminal
 from app.services.errors import Forbidden, NotFound
 from app.services.locations.stores import RegisterTerminal
-from app.services.tenancy import keys
+from app.services.tenancy import keys, previous_keys
 from app.services.tenancy.scopes import ALL_SCOPES
 from app.services.unit_of_work import UnitOfWork
 
@@ -71,12 +71,10 @@ def rotate_credential(session: Session, company_id: str, credential_id: str, *, 
     if credential.revoked_at is not None:
         raise NotFound("credential")
     key = keys.new_key()
-    if grace_seconds > 0:
-        credential.previous_key_digest = credential.key_digest
-        credential.previous_valid_until = now + timedelta(seconds=grace_seconds)
-    else:
-        credential.previous_key_digest = None
-        credential.previous_valid_until = None
+    # Without a grace the replaced key ends now; the keys earlier rotations replaced keep
+    # their own graces either way.
+    previous_keys.keep(session, credential, now=now,
+                       valid_until=now + timedelta(seconds=grace_seconds) if grace_seconds else None)
     credential.key_digest = keys.key_digest(pepper, key)
     credential.prefix = keys.display_prefix(key)
     credential.rotated_at = now
@@ -89,8 +87,7 @@ def revoke_credential(session: Session, company_id: str, credential_id: str, *, 
     credential = _credential_to_change(session, company_id, credential_id, changed_by)
     if credential.revoked_at is None:
         credential.revoked_at = now
-        credential.previous_key_digest = None
-        credential.previous_valid_until = None
+        previous_keys.end_all(session, credential)
         session.flush()
 
 
@@ -107,20 +104,27 @@ class KeyHolder:
 
 # Built once: the per-request lookup is a cached Core statement, not an ORM load.
 _CREDENTIAL = (ApiCredential.company_id, ApiCredential.id, ApiCredential.scopes,
-               ApiCredential.key_digest, ApiCredential.previous_valid_until,
                ApiCredential.revoked_at, ApiCredential.last_used_at)
-_MATCHES_DIGEST = or_(ApiCredential.key_digest == bindparam("digest"),
-                      ApiCredential.previous_key_digest == bindparam("digest"))
-_BY_DIGEST = select(*_CREDENTIAL).where(_MATCHES_DIGEST)
+# The credential whose key the digest is, or whose replaced key in its grace it is: each
+# branch on its own digest index, so the lookup stays one indexed statement.
+_MATCHED = union_all(
+    select(ApiCredential.company_id, ApiCredential.id.label("credential_id"))
+    .where(ApiCredential.key_digest == bindparam("digest")),
+    select(PreviousKey.company_id, PreviousKey.credential_id)
+    .where(PreviousKey.key_digest == bindparam("digest"), PreviousKey.valid_until > bindparam("now")),
+).subquery("matched")
+_MATCHED_CREDENTIAL = and_(ApiCredential.company_id == _MATCHED.c.company_id,
+                           ApiCredential.id == _MATCHED.c.credential_id)
+_BY_DIGEST = select(*_CREDENTIAL).select_from(_MATCHED).join(ApiCredential, _MATCHED_CREDENTIAL)
 # A register's request also names its terminal: found in the same round trip, on the
 # (company_id, pos_key) unique key of the key's own company.
 _BY_DIGEST_AT_REGISTER = select(
     *_CREDENTIAL, Terminal.id.label("terminal_id"), Terminal.store_id.label("terminal_store_id"),
     Terminal.name.label("terminal_name"), Terminal.pos_key.label("terminal_pos_key"),
-).select_from(ApiCredential).outerjoin(Terminal, and_(
+).select_from(_MATCHED).join(ApiCredential, _MATCHED_CREDENTIAL).outerjoin(Terminal, and_(
     Terminal.company_id == ApiCredential.company_id, Terminal.pos_key == bindparam("pos_key"),
     Terminal.state == "ACTIVE",
-)).where(_MATCHES_DIGEST)
+))
 _TOUCH = update(ApiCredential).where(
     ApiCredential.company_id == bindparam("owner_id"), ApiCredential.id == bindparam("credential_id"),
     or_(ApiCredential.last_used_at.is_(None), ApiCredential.last_used_at < bindparam("stale_before")),
@@ -135,13 +139,11 @@ def authenticate(session: Session, key: str, *, pepper: str, now: datetime,
         return None
     digest = keys.key_digest(pepper, key)
     if pos_key is None:
-        row = UnitOfWork.of(session).run(_BY_DIGEST, {"digest": digest}).first()
+        row = UnitOfWork.of(session).run(_BY_DIGEST, {"digest": digest, "now": now}).first()
     else:
-        row = UnitOfWork.of(session).run(_BY_DIGEST_AT_REGISTER, {"digest": digest,
-                                                                  "pos_key": pos_key}).first()
+        row = UnitOfWork.of(session).run(_BY_DIGEST_AT_REGISTER, {
+            "digest": digest, "now": now, "pos_key": pos_key}).first()
     if row is None or row.revoked_at is not None:
-        return None
-    if row.key_digest != digest and not (row.previous_valid_until and now < row.previous_valid_until):
         return None
     if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
         # At most one write a minute per key; the condition keeps concurrent requests from
