@@ -10,6 +10,7 @@ from flask import current_app
 from sqlalchemy.orm import Session
 
 from app.services.operations import retention
+from app.services.tenancy import previous_keys
 
 # A run of the periodic job deletes at most this many batches of each kind; a backlog is
 # worked off over the following runs rather than in one long job.
@@ -42,3 +43,9 @@ def purge_idempotency(session: Session, now: datetime, most: int = MOST_BATCHES)
     before = now - timedelta(seconds=current_app.config["SETTINGS"].idempotency_ttl)
     return in_batches(session, lambda limit: retention.purge_idempotency_records(
         session, before=before, limit=limit), most=most)
+
+
+def purge_ended_keys(session: Session, now: datetime) -> int:
+    """Periodic task: replaced API keys whose grace has ended (a rotation forgets its own too)."""
+    return in_batches(session, lambda limit: previous_keys.purge_ended(session, now=now,
+                                                                        limit=limit))

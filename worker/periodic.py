@@ -16,7 +16,7 @@ from app.reach import database_failure
 from app.services.checkout import holds
 from app.services.rewards import bonuses, ledger, spend, tiers, upkeep
 from app.services.unit_of_work import UnitOfWork
-from app.upkeep import in_batches, prune_outbox, purge_idempotency
+from app.upkeep import in_batches, prune_outbox, purge_ended_keys, purge_idempotency
 from worker.context import job_session, worker_app
 from worker.jobs import sweep_outbox
 
@@ -93,6 +93,7 @@ TASKS = [
     ("expire checkout sessions", holds.expire_sessions),
     ("prune delivered events", prune_outbox),
     ("purge idempotency records", purge_idempotency),
+    ("purge ended replaced keys", purge_ended_keys),
     # Last: after a change of the tier window it may take a run's while (SPEND_MOST).
     ("refresh tier spends", refresh_spends),
 ]

@@ -17,6 +17,7 @@ from tests.api.locations_helpers import create_store, create_terminal
 from tests.api.test_auth import _credential_id, end_grace
 from tests.concurrency import raising, run_together
 from tests.conftest import TEST_PEPPER
+from worker.periodic import run_periodic_tasks
 
 HOUR = 3600
 
@@ -88,6 +89,18 @@ def test_a_rotation_forgets_the_replaced_keys_whose_grace_ended(client, tenant, 
     kept = set(db.scalars(select(PreviousKey.key_digest)
                           .where(PreviousKey.credential_id == credential_id)))
     assert kept == {keys.key_digest(TEST_PEPPER, key) for key in (k1, k2)}
+
+
+def test_the_periodic_upkeep_forgets_the_replaced_keys_whose_grace_ended(app, client, tenant,
+                                                                         db):
+    credential_id, (k0, k1, _) = _rotation_chain(client, tenant, 2)
+    end_grace(db, k0)
+    assert run_periodic_tasks(app)["purge ended replaced keys"] >= 1
+    db.expire_all()
+    kept = set(db.scalars(select(PreviousKey.key_digest)
+                          .where(PreviousKey.credential_id == credential_id)))
+    assert kept == {keys.key_digest(TEST_PEPPER, k1)}
+    assert not _works(client, tenant, k0) and _works(client, tenant, k1)
 
 
 def test_revocation_ends_every_replaced_key(client, tenant, db):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.models import ApiCredential, PreviousKey
@@ -35,9 +35,26 @@ def keep(session: Session, credential: ApiCredential, *, valid_until: datetime |
                                key_digest=credential.key_digest, valid_until=valid_until)
         session.add(replaced)
         live.append(replaced)
-    ending = [key for key in kept if key not in live[-MOST_LIVE:]]
-    for key in ending:
-        session.delete(key)
+    ending = [key.sequence for key in kept if key not in live[-MOST_LIVE:]]
+    if ending:
+        # By condition, not by ORM object: the periodic purge may have taken some already.
+        session.execute(delete(PreviousKey).where(*_of(credential), PreviousKey.sequence.in_(ending))
+                        .execution_options(synchronize_session=False))
+
+
+def purge_ended(session: Session, *, now: datetime, limit: int) -> int:
+    """Periodic retention: delete up to `limit` replaced keys whose grace has ended (never
+    accepted since, whether deleted or not); how many went."""
+    chosen = [tuple(row) for row in session.execute(
+        select(PreviousKey.company_id, PreviousKey.credential_id, PreviousKey.sequence)
+        .where(PreviousKey.valid_until <= now).limit(limit))]
+    if not chosen:
+        return 0
+    return session.execute(
+        delete(PreviousKey)
+        .where(tuple_(PreviousKey.company_id, PreviousKey.credential_id, PreviousKey.sequence)
+               .in_(chosen), PreviousKey.valid_until <= now)
+        .execution_options(synchronize_session=False)).rowcount
 
 
 def end_all(session: Session, credential: ApiCredential) -> None:
