@@ -32,19 +32,23 @@ def each_operation(document):
                 yield path, method, item[method]
 
 
-def referenced(node, found=None) -> set[str]:
-    """The component schemas a part of the document names in its $refs."""
-    found = set() if found is None else found
+def values_of(node, key: str):
+    """Every value of `key` anywhere in a part of the document."""
     if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref" and value.startswith("#/components/schemas/"):
-                found.add(value.rsplit("/", 1)[1])
+        for name, value in node.items():
+            if name == key:
+                yield value
             else:
-                referenced(value, found)
+                yield from values_of(value, key)
     elif isinstance(node, list):
         for value in node:
-            referenced(value, found)
-    return found
+            yield from values_of(value, key)
+
+
+def referenced(node) -> set[str]:
+    """The component schemas a part of the document names in its $refs."""
+    return {ref.rsplit("/", 1)[1] for ref in values_of(node, "$ref")
+            if ref.startswith("#/components/schemas/")}
 
 
 def reachable(document, roots: set[str]) -> set[str]:
