@@ -7,6 +7,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
+# Node tools the suite runs (Spectral), exactly as tests/node/package-lock.json pins them.
+NODE_DIR := $(VENV)/node
+NODE_STAMP := $(NODE_DIR)/.installed
 export FLASK_APP := wsgi
 
 PORT ?= 8000
@@ -26,7 +29,15 @@ $(STAMP): $(SERVE_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# Without npm the lint test is skipped (it fails under CI=true, tests/api/test_openapi_lint.py).
+$(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
+	@if command -v npm >/dev/null; then \
+		mkdir -p $(NODE_DIR) && cp tests/node/package.json tests/node/package-lock.json $(NODE_DIR)/ && \
+		(cd $(NODE_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && \
+		touch $(NODE_STAMP); \
+	else echo "npm not found: the interface document's lint test will be skipped"; fi
+
+install: $(STAMP) $(NODE_STAMP)
 
 install-serve: $(SERVE_STAMP)
 

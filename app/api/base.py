@@ -169,6 +169,11 @@ class Api(flask_smorest.Api):
             "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}},
             lazy=True)
 
+    def _register_pagination_header(self):
+        # Our lists page in the body (app.api.paging), never in flask-smorest's X-Pagination
+        # header, whose schema would be a component no operation uses.
+        pass
+
     def handle_http_exception(self, error):
         from app.errors import http_error_response
         return http_error_response(error)

@@ -22,7 +22,13 @@ class Campaigns(MethodView):
     @blp.arguments(CreateCampaignRequest)
     @blp.response(201, CampaignResponse)
     def post(self, body):
-        """Start a campaign: its percent replaces a smaller one on the lines it covers."""
+        """Start a campaign: its percent replaces a smaller one on the lines it covers.
+
+        `endsAt` must follow `startsAt`; `skus`, `categories` and `storeIds` narrow which lines it
+        covers (none named: every line; an unknown store is a 422). On a line it covers while active
+        and in [startsAt, endsAt), the largest percent of the customer's and every applying
+        campaign's is the accrual percent: campaigns do not add up. The Idempotency-Key is optional.
+        """
         campaign = campaigns.create_campaign(
             request_session(), g.company_id, name=body["name"], starts_at=body["startsAt"],
             ends_at=body["endsAt"], accrual_bp=body["accrualPercent"], skus=body["skus"],
@@ -33,7 +39,11 @@ class Campaigns(MethodView):
     @blp.arguments(PageArgs, location="query")
     @blp.response(200, CampaignListResponse)
     def get(self, args):
-        """The company's campaigns, newest first (deleted ones too, inactive)."""
+        """The company's campaigns, newest first (deleted ones too, inactive).
+
+        An offset page (`page`, `pageSize`), newest first; deleted campaigns stay, with `active`
+        false. Changes nothing.
+        """
         return json_response(campaigns.list_campaigns(
             request_session(), g.company_id, page=args["page"], page_size=args["page_size"]), 200)
 
@@ -44,7 +54,12 @@ class CampaignById(MethodView):
     @blp.arguments(UpdateCampaignRequest)
     @blp.response(200, CampaignResponse)
     def patch(self, body, campaign_id):
-        """Rename, end earlier or later, pause or resume a campaign."""
+        """Rename, end earlier or later, pause or resume a campaign.
+
+        Give any of `name`, `endsAt`, `active`; the skus, categories, stores and percent are fixed
+        once created (make another campaign). Quotes made after the change use it. Another
+        company's id is a 404.
+        """
         campaign = campaigns.update_campaign(
             request_session(), g.company_id, campaign_id, name=body.get("name"),
             ends_at=body.get("endsAt"), active=body.get("active"))
@@ -53,5 +68,9 @@ class CampaignById(MethodView):
     @blp.operation("deleteCampaign", scope="program:write")
     @blp.response(204)
     def delete(self, campaign_id):
-        """End the campaign; it is kept, inactive, for the sales that used it."""
+        """End the campaign; it is kept, inactive, for the sales that used it.
+
+        204. The campaign stops applying to new quotes but is kept, inactive, because sales name it
+        as their lines' `campaignId`; it stays in the list.
+        """
         campaigns.delete_campaign(request_session(), g.company_id, campaign_id)

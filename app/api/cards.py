@@ -72,7 +72,14 @@ class CardPage(MethodView):
     @blp.response(200, {"type": "string"}, content_type="text/html",
                   description="The card page: barcode, balance, stores, Add to Apple Wallet")
     def get(self, token):
-        """The customer's card as a small mobile web page."""
+        """The customer's card as a small mobile web page.
+
+        No key: the unguessable token in the address is the only credential, and it never reaches a
+        log. The page shows the card number as a barcode and QR code, the balance (with due expiries
+        applied), the company's published stores and, when this server can sign passes, an Add to
+        Apple Wallet link. An unknown token is a 404 that never says why, as an HTML page to a
+        browser.
+        """
         card = _open_card(token)
         if isinstance(card, Response):
             return card
@@ -98,7 +105,13 @@ class CardPass(MethodView):
     @blp.response(200, {"type": "string", "format": "binary"}, content_type=PKPASS_MEDIA_TYPE,
                   description="An Apple Wallet store card")
     def get(self, token):
-        """The customer's card as an Apple Wallet pass (.pkpass)."""
+        """The customer's card as an Apple Wallet pass (.pkpass).
+
+        No key, like the card page. A signed store card (`application/vnd.apple.pkpass`) with the
+        card number as its barcode, the balance, and the company's first 10 active MINIAPP stores as
+        locations. 503 `wallet_not_configured` when this server has no pass certificate; an unknown
+        token is a 404.
+        """
         card = _open_card(token)
         if isinstance(card, Response):
             return card

@@ -18,6 +18,11 @@ class Cashiers(MethodView):
     @blp.arguments(CashierListArgs, location="query")
     @blp.response(200, CashierListResponse)
     def get(self, args):
-        """Cashiers by name; they enter the catalog when a register opens a checkout session."""
+        """Cashiers by name; they enter the catalog when a register opens a checkout session.
+
+        An offset page; `query` matches part of the name. Holds only an id, the register's external
+        id and a name: cashiers are written by checkout-session creation (by externalId), never
+        here. Changes nothing.
+        """
         return stores.list_cashiers(request_session(), g.company_id, page=args["page"],
                                     page_size=args["page_size"], query=args.get("query"))

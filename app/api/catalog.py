@@ -20,7 +20,14 @@ class CatalogSyncs(MethodView):
     @blp.response(201, CatalogSyncResponse)
     def post(self, body):
         """Replace the store's catalog with this snapshot: listed items are created or updated,
-        absent ones removed; the counts say which."""
+        absent ones removed; the counts say which.
+
+        The snapshot is complete: items not in it are removed, so an empty one is refused unless
+        `allowEmpty` is true. At most 100,000 items, each sku once (else 422); the counts (created,
+        updated, removed, unchanged) say what changed. The catalog's `redeemable` and `accruable`
+        flags and categories apply to quotes of sessions at that store. The Idempotency-Key is
+        required (1..128); emits `catalog.synced`.
+        """
         session = request_session()
         return catalog.sync_catalog(session, g.company_id, body["storeId"], body["items"],
                                     allow_empty=body["allowEmpty"], now=utcnow())

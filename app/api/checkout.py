@@ -36,7 +36,14 @@ class CheckoutSessions(MethodView):
     @blp.arguments(CreateCheckoutSessionRequest())
     @blp.response(201, CheckoutSessionResponse)
     def post(self, body):
-        """Open a checkout session: one receipt of the register, one customer."""
+        """Open a checkout session: one receipt of the register, one customer.
+
+        The terminal is the one named by `X-Loyalty-Pos-Key` (403 `terminal_inactive` if it is not
+        ACTIVE) or by `terminalId` (both and different: a 422 on `body.terminalId`); the store is
+        the terminal's, else `storeId`. A receipt id that already has a committed sale is a 409
+        `receipt_already_committed`; an unknown customer, terminal or store is a 404. `cashier`
+        enters the cashier catalog. The session is OPEN for 24 hours. Idempotency-Key required.
+        """
         return sent(sessions.create_session(
             request_session(), g.company_id, now=utcnow(), pos_terminal=g.get("terminal"),
             ttl_seconds=current_app.config["SETTINGS"].session_ttl, **body), 201)
@@ -49,7 +56,15 @@ class Quote(MethodView):
     @blp.response(201, QuoteResponse)
     def post(self, body, checkout_session_id):
         """Price the receipt: per line what bonuses may pay and what it earns; a restricted
-        redemption says why and never blocks the sale."""
+        redemption says why and never blocks the sale.
+
+        Only in OPEN (else 409 `invalid_state`). Per line: what bonuses may pay (`maxRedeemPercent`,
+        0 for items not redeemable), the discount taken, and the accrual at the best of the
+        customer's percent and any campaign's. `redeemAmount` caps the redemption. A restricted
+        redemption (subscription stopped, no balance, no redeemable line, terminal disabled) has
+        `allowed: false` and a reason, and the accrual still stands: the sale is never blocked.
+        Duplicate lineIds or a negative amount are a 422 on `body.lines`. Changes no balance.
+        """
         return sent(quotes.quote_receipt(request_session(), g.company_id, checkout_session_id,
                                          lines=body["lines"], redeem_amount=body["redeem_amount"],
                                          now=utcnow()), 201)
@@ -63,7 +78,15 @@ class HoldOfSession(MethodView):
     @blp.response(201, HoldResponse)
     def post(self, body, checkout_session_id):
         """Hold the quote's redemption: available bonuses become reserved until commit,
-        release or the program's holdTtlSeconds."""
+        release or the program's holdTtlSeconds.
+
+        Only in OPEN and on the session's latest quote with a discount above 0 (else 409
+        `invalid_state`; a second hold is 409 `hold_already_active`). `amount` defaults to the
+        quote's discount (> 0 and at most it). Moves that much from available to reserved under a
+        lock, 409 `insufficient_balance` if it is no longer there; the session becomes HELD until
+        commit, release or `expiresAt` (holdTtlSeconds). 403 `subscription_inactive` while the
+        subscription is stopped. Emits `checkout.hold.created`.
+        """
         return sent(holds.place_hold(request_session(), g.company_id, checkout_session_id,
                                      quote_id=body["quote_id"], amount=body["amount"],
                                      now=utcnow()), 201)
@@ -72,7 +95,12 @@ class HoldOfSession(MethodView):
     @blp.arguments(ReleaseHoldRequest())
     @blp.response(200, HoldResponse)
     def delete(self, body, checkout_session_id):
-        """Release the hold (payment cancelled); allowed while the subscription is stopped."""
+        """Release the hold (payment cancelled); allowed while the subscription is stopped.
+
+        Only in HELD (else 409 `invalid_state`): the reserved bonuses become available again and the
+        session is OPEN for a new quote. Allowed while the subscription is stopped, so a cancelled
+        payment never strands bonuses. Emits `checkout.hold.released`.
+        """
         return sent(holds.release_hold(request_session(), g.company_id, checkout_session_id,
                                        reason=body["reason"], now=utcnow()), 200)
 
@@ -84,6 +112,13 @@ class Commit(MethodView):
     @blp.arguments(CommitSaleRequest())
     @blp.response(201, SaleResponse)
     def post(self, body, checkout_session_id):
-        """Fix the sale: capture the hold, spread it over the lines, write the accrual."""
+        """Fix the sale: capture the hold, spread it over the lines, write the accrual.
+
+        In OPEN (no redemption) or HELD (else 409 `invalid_state`), on the session's latest quote.
+        Captures the hold as a REDEMPTION, spreads it over the lines, and writes the ACCRUAL,
+        PENDING until `accrualAvailableAt`. `receiptText` is what to print. 403
+        `subscription_inactive` while the subscription is stopped; 409 `receipt_already_committed`
+        if the receipt was committed by another session. Emits `sale.committed`.
+        """
         return sent(sales.commit_sale(request_session(), g.company_id, checkout_session_id,
                                       quote_id=body["quote_id"], now=utcnow()), 201)

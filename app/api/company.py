@@ -21,7 +21,11 @@ class CompanyView(MethodView):
     @blp.operation("getCompany", scope="company:read")
     @blp.response(200, CompanyResponse)
     def get(self):
-        """The company the key belongs to."""
+        """The company the key belongs to.
+
+        The key carries its company: no request names one, and this is how a client learns which
+        company its key acts for. Changes nothing.
+        """
         return companies.get_company(request_session(), g.company_id)
 
 
@@ -31,7 +35,13 @@ class ProgramView(MethodView):
     @blp.response(200, ProgramResponse)
     def get(self):
         """The loyalty program: percents, delays, hold life, enrolment, clawback policy,
-        bonuses and tiers."""
+        bonuses and tiers.
+
+        The settings every quote, commit and return is computed with (CONTRACT §6, §14, §15):
+        accrual and redemption percents as decimal strings, the accrual delay, how long a hold
+        lives, whether enrolment needs a confirmed OTP, the clawback policy, points' lifetime and
+        reminder, the welcome and birthday bonuses, and the tiers (by minSpend) with their window.
+        """
         return json_response(settings.program_as_json(
             companies.get_program(request_session(), g.company_id)), 200)
 
@@ -40,7 +50,15 @@ class ProgramView(MethodView):
     @blp.arguments(UpdateProgramRequest)
     @blp.response(200, ProgramResponse)
     def patch(self, body):
-        """Change any of the program's settings; emits program.updated."""
+        """Change any of the program's settings; emits program.updated.
+
+        Give at least one setting; the others stay as they are, and `null` is a value for
+        pointsLifetimeDays (points never expire), expiryReminderDays (no reminder) and
+        tierWindowDays (all time). A non-empty `tiers` list replaces the tiers: one has minSpend
+        "0.00", minSpends are distinct, names unique, else a 422 on `body.tiers`. A new lifetime
+        touches only lots credited later. The answer shows the whole program; each change emits
+        `program.updated`. The Idempotency-Key is optional.
+        """
         changes = {"accrual_bp": body.get("accrualPercent"),
                    "max_redeem_bp": body.get("maxRedeemPercent"),
                    "accrual_delay_days": body.get("accrualDelayDays"),
@@ -67,7 +85,14 @@ class SubscriptionView(MethodView):
     @blp.operation("getSubscription", scope="subscription:read")
     @blp.response(200, SubscriptionResponse)
     def get(self):
-        """Tariff, register limit, active terminals, status and access dates."""
+        """Tariff, register limit, active terminals, status and access dates.
+
+        What the tariff allows: `registerLimit` caps the ACTIVE terminals (`activeTerminals` counts
+        them). The subscription is stopped when its status is SUSPENDED or CANCELLED or
+        `accessUntil` has passed; then holds and commits answer 403 `subscription_inactive` (a
+        release still works) and quotes say SUBSCRIPTION_INACTIVE. Read only: the operator changes
+        it.
+        """
         session = request_session()
         subscription = companies.get_subscription(session, g.company_id)
         subscription.active_terminals = companies.count_active_terminals(session, g.company_id)

@@ -2,7 +2,7 @@ import marshmallow as ma
 
 from app.api.base import ResponseSchema, Schema
 from app.api.enums import Choice, list_of
-from app.api.fields import Timestamp
+from app.api.fields import Pattern, Timestamp
 from app.services.tenancy.scopes import ALL_SCOPES
 
 
@@ -10,7 +10,7 @@ class CreateCredentialRequest(Schema):
     # PostgreSQL text cannot hold NUL; without the check the insert failed with a 500.
     name = ma.fields.String(required=True, validate=[
         ma.validate.Length(1, 100),
-        ma.validate.Regexp(r"\A[^\x00]*\Z", error="must not contain the NUL character")])
+        Pattern(r"^[^\x00]*$", error="must not contain the NUL character")])
     scopes = ma.fields.List(Choice("Scope", ALL_SCOPES), required=True,
                             validate=ma.validate.Length(min=1))
 

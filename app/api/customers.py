@@ -29,7 +29,15 @@ class Customers(MethodView):
     @blp.arguments(CreateCustomerRequest)
     @blp.response(201, CustomerResponse)
     def post(self, body):
-        """Enrol a customer by Russian phone number, with an empty bonus account."""
+        """Enrol a customer by Russian phone number, with an empty bonus account.
+
+        The phone is read as Russian (`8 (912) 345-67-89`, `+7 912 345 67 89` and `9123456789` are
+        all `+79123456789`); an invalid one is a 422 on `body.phone`. A phone enrolled already is a
+        409 `customer_exists` whose body carries the `customerId`, so a retried enrolment learns the
+        customer. When the program requires OTP, `enrollmentChallengeId` must name a confirmed,
+        unused ENROLLMENT challenge for that phone, else 409 `enrollment_challenge_required`.
+        Credits the welcome bonus, if any; emits `customer.created`.
+        """
         created = profiles.enrol_customer(
             request_session(), g.company_id, phone=body["phone"], first_name=body["firstName"],
             last_name=body.get("lastName"), birth_date=body.get("birthDate"), email=body.get("email"),
@@ -41,7 +49,12 @@ class Customers(MethodView):
     @blp.arguments(CustomerDirectoryArgs, location="query")
     @blp.response(200, CustomerDirectoryResponse)
     def get(self, args):
-        """One page of the directory, with balances: text search and a floor on available."""
+        """One page of the directory, with balances: text search and a floor on available.
+
+        An offset page (`page`, `pageSize`) with each customer's balances. `query` matches part of
+        the phone's digits or of the first or last name, any case; `minimumAvailable` keeps
+        customers whose available balance is at least that amount. Changes nothing.
+        """
         found, total = profiles.directory(
             request_session(), g.company_id, query=args.get("query"),
             minimum_available=args.get("minimumAvailable"), offset=args["offset"],
@@ -56,6 +69,10 @@ class CustomerSearch(MethodView):
     @blp.arguments(CustomerSearchArgs, location="query")
     @blp.response(200, CustomerResponse)
     def get(self, args):
-        """The customer with this phone (any spelling), with the current balance."""
+        """The customer with this phone (any spelling), with the current balance.
+
+        `phone` is read as at enrolment, so any spelling of the number finds the customer; none in
+        the company is a 404. The balance shown has due maturations and expiries applied.
+        """
         return present(profiles.find_by_phone(request_session(), g.company_id, args["phone"],
                                               utcnow()))

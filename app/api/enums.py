@@ -2,14 +2,22 @@
 
 A `Choice` field is documented as a `$ref` to one component schema named for its set, so a
 generated client makes one enum class of it wherever it appears. A nullable one is
-`allOf: [$ref]` with `nullable: true` beside it: `null` never enters the enum's values (with
-`null` inside, each field became an enum class of its own)."""
+`anyOf: [$ref, null_member()]`: `null` never enters the enum's values (with `null` inside,
+each field became an enum class of its own)."""
 from __future__ import annotations
 
 import marshmallow as ma
 
 # Kept beside a $ref: only what describes the field, not the value set.
 _FIELD_KEYWORDS = ("description", "readOnly", "writeOnly", "example")
+
+
+def null_member() -> dict:
+    """The `anyOf` member of a nullable reference: OpenAPI 3.0 has no null type and reads
+    `nullable` only beside a `type` (`allOf: [$ref]` with `nullable: true` beside it is invalid
+    to a validator such as Spectral's); this admits null and nothing else, and generators make
+    it `None` / `null` beside the referenced class."""
+    return {"type": "string", "nullable": True, "enum": [None]}
 
 
 class Choice(ma.fields.String):
@@ -34,7 +42,9 @@ def named_enum(converter, field, ret: dict, **kwargs) -> dict:
     reference = {"$ref": f"#/components/schemas/{field.enum_name}"}
     if not field.allow_none and not kept:
         return reference
-    return {"allOf": [reference], **kept, **({"nullable": True} if field.allow_none else {})}
+    if field.allow_none:
+        return {"anyOf": [reference, null_member()], **kept}
+    return {"allOf": [reference], **kept}
 
 
 def register_named_enums(api) -> None:
@@ -49,12 +59,12 @@ def list_of(enum_name: str) -> dict:
 
 def nullable_reference(converter, field, ret: dict, **kwargs) -> dict:
     """apispec attribute function: apispec writes a nullable nested schema as `anyOf` with a
-    bare nullable object, which generators turn into a class of its own; `allOf` with
-    `nullable: true` is the same schema, nullable."""
+    bare nullable object, which generators turn into a class of its own; `null_member()` in its
+    place admits null alone."""
     choices = ret.get("anyOf", [])
     references = [choice for choice in choices if "$ref" in choice]
     if len(choices) != 2 or len(references) != 1 or {"type": "object", "nullable": True} not in choices:
         return {}
     del ret["anyOf"]
     ret.pop("default", None)  # a default of null says nothing a nullable field does not
-    return {"allOf": references, "nullable": True}
+    return {"anyOf": [*references, null_member()]}

@@ -21,7 +21,7 @@ class Amount(ma.fields.Field):
         self.minimum, self.maximum = minimum, maximum
         metadata = kwargs.pop("metadata", {})
         metadata.setdefault("type", "string")
-        metadata.setdefault("pattern", r"^-?\d{1,18}(\.\d{1,2})?$")
+        metadata.setdefault("pattern", r"^-?[0-9]{1,18}(\.[0-9]{1,2})?$")
         metadata.setdefault("example", "150.00")
         super().__init__(metadata=metadata, **kwargs)
 
@@ -71,7 +71,7 @@ class Percent(ma.fields.Field):
     def __init__(self, **kwargs):
         metadata = kwargs.pop("metadata", {})
         metadata.setdefault("type", "string")
-        metadata.setdefault("pattern", r"^\d{1,3}(\.\d{1,2})?$")
+        metadata.setdefault("pattern", r"^[0-9]{1,3}(\.[0-9]{1,2})?$")
         metadata.setdefault("example", "5.00")
         super().__init__(metadata=metadata, **kwargs)
 
@@ -109,6 +109,19 @@ class JsonBoolean(ma.fields.Boolean):
     def _deserialize(self, value, attr, data, **kwargs):
         if not isinstance(value, bool):
             raise self.make_error("invalid")
+        return value
+
+
+class Pattern(ma.validate.Regexp):
+    """A pattern the interface document shows as written, in the part of regular expressions
+    that Python and ECMA-262 (JavaScript, what the document's `pattern` means) read alike:
+    `^…$` around explicit ranges such as `[0-9]`, never `\\d` (Unicode digits in Python),
+    `\\A` or `\\Z` (not anchors in JavaScript). Matched whole: Python's `$` also matches before
+    a final newline, which JavaScript's does not, so "123456\\n" is refused by both."""
+
+    def __call__(self, value: str) -> str:
+        if self.regex.fullmatch(value) is None:
+            raise ma.ValidationError(self._format_error(value))
         return value
 
 

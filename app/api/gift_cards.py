@@ -35,7 +35,14 @@ class GiftCardByCode(MethodView):
     @blp.operation("getGiftCard", scope="checkout:write", errors=("rate_limited",))
     @blp.response(200, GiftCardResponse)
     def get(self, code):
-        """A gift card by its code as typed (any case; spaces and dashes ignored)."""
+        """A gift card by its code as typed (any case; spaces and dashes ignored).
+
+        For the register: the code is typed by hand, so case, spaces and dashes do not matter. The
+        answer masks the code (twelve `*` and its last 4 characters) and shows state, balance and
+        expiry; a card past `expiresAt` is EXPIRED. An unknown code is a 404, and more than 10
+        misses a minute from one key are a 429 with `Retry-After`, so codes cannot be guessed.
+        Changes nothing.
+        """
         session = request_session()
         now = utcnow()
         try:

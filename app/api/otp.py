@@ -27,7 +27,13 @@ class OtpChallenges(MethodView):
     @blp.arguments(CreateOtpChallengeRequest)
     @blp.response(201, OtpChallengeResponse)
     def post(self, body):
-        """Send a code to the phone (through the otp.code_issued webhook)."""
+        """Send a code to the phone (through the otp.code_issued webhook).
+
+        The 6-digit code travels only in the `otp.code_issued` webhook, for the company's SMS
+        sender; it is stored as an argon2id hash. A phone enrolled already is a 409
+        `customer_exists`; a new challenge for the same phone before `resendAvailableAt` (60 s) is a
+        429 with `Retry-After`. The challenge is PENDING for 5 minutes with 5 attempts.
+        """
         session, now = request_session(), utcnow()
         profiles.ensure_not_enrolled(session, g.company_id, body["phone"])
         settings = current_app.config["SETTINGS"]
@@ -47,7 +53,14 @@ class OtpConfirmation(MethodView):
     @blp.arguments(ConfirmOtpChallengeRequest)
     @blp.response(200, OtpChallengeResponse)
     def post(self, body, challenge_id):
-        """Confirm the challenge with the code the shopper received."""
+        """Confirm the challenge with the code the shopper received.
+
+        `code` is a string of exactly 6 digits (anything else is a 422 that takes no attempt). A
+        wrong code is a 422 on `body.code` of type `otp_invalid` with the attempts left; the fifth
+        leaves the challenge FAILED. A challenge that is not PENDING (confirmed, expired, failed) is
+        a 409 `invalid_state`. The confirmed challenge's id is then given once to enrolment as
+        `enrollmentChallengeId`. No Idempotency-Key: a confirmation is not replayed.
+        """
         session, now = request_session(), utcnow()
         outcome = otp.confirm_challenge(session, g.company_id, challenge_id, body["code"], now)
         if not outcome.confirmed:

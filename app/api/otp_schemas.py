@@ -3,7 +3,7 @@ import marshmallow as ma
 from app.api.base import ResponseSchema, Schema
 from app.api.customers_schemas import Phone
 from app.api.enums import Choice
-from app.api.fields import Timestamp
+from app.api.fields import Pattern, Timestamp
 from app.services.customers.otp import CODE_DIGITS, PURPOSES, STATES
 
 
@@ -13,8 +13,8 @@ class CreateOtpChallengeRequest(Schema):
 
 
 class ConfirmOtpChallengeRequest(Schema):
-    code = ma.fields.String(required=True, validate=ma.validate.Regexp(
-        rf"^[0-9]{{{CODE_DIGITS}}}\Z", error=f"must be a string of {CODE_DIGITS} digits"),
+    code = ma.fields.String(required=True, validate=Pattern(
+        rf"^[0-9]{{{CODE_DIGITS}}}$", error=f"must be a string of {CODE_DIGITS} digits"),
         metadata={"example": "4" * CODE_DIGITS})
 
 

@@ -22,7 +22,11 @@ class Health(MethodView):
     @blp.operation("checkLiveness", scope=None, group="system")
     @blp.response(200, ProbeResponse)
     def get(self):
-        """Liveness: the process answers; the database is not touched."""
+        """Liveness: the process answers; the database is not touched.
+
+        For the orchestrator's liveness probe: no key, no database, nothing changed. A 200 means the
+        process serves requests; it says nothing about PostgreSQL (see /ready).
+        """
         return {"status": "ok"}
 
 
@@ -31,7 +35,11 @@ class Ready(MethodView):
     @blp.operation("checkReadiness", scope=None, group="system", errors=("not_ready",))
     @blp.response(200, ProbeResponse)
     def get(self):
-        """Readiness: the database answers a query."""
+        """Readiness: the database answers a query.
+
+        For the load balancer's readiness probe: no key. 200 once a query on the database succeeds;
+        503 `not_ready` while it does not, so traffic waits instead of failing.
+        """
         engine = current_app.extensions["engine"]
         try:
             with engine.connect() as connection:

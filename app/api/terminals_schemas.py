@@ -2,15 +2,15 @@ import marshmallow as ma
 
 from app.api.base import ResponseSchema, Schema
 from app.api.enums import Choice
-from app.api.fields import Text, no_nul
+from app.api.fields import Pattern, Text, no_nul
 from app.api.fields import Timestamp
 from app.api.paging import PageArgs, page_schema
 from app.services.locations.stores import TERMINAL_STATES
 
 # A posKey travels in the X-Loyalty-Pos-Key header: visible ASCII, inner spaces allowed,
 # none at either end (HTTP would strip them and the key could never match).
-POS_KEY = ma.validate.Regexp(r"^[!-~](?:[ -~]*[!-~])?$",
-                             error="must be visible ASCII characters, no space at either end")
+POS_KEY = Pattern(r"^[!-~](?:[ -~]*[!-~])?$",
+                  error="must be visible ASCII characters, no space at either end")
 
 
 class CreateTerminalRequest(Schema):

@@ -21,7 +21,14 @@ class WebhookEndpoints(MethodView):
     @blp.arguments(CreateWebhookEndpointRequest)
     @blp.response(201, IssuedWebhookEndpointResponse)
     def post(self, body):
-        """Register an https:// endpoint on an allowed host for the named events (or "*")."""
+        """Register an https:// endpoint on an allowed host for the named events (or "*").
+
+        The url must be https:// on a host the operator allowed (`flask webhooks allow-host`), else
+        a 422 on `body.url`; deliveries to private or loopback addresses are refused at connection
+        time. The answer's `secret` (`whsec_…`) signs every delivery (Standard Webhooks) and is
+        shown this once, so an Idempotency-Key is refused (422). Deliveries retry on the schedule of
+        CONTRACT §8 and end in dead letters.
+        """
         endpoint, secret = endpoints.create_endpoint(
             request_session(), g.company_id, url=body["url"], events=body["events"],
             description=body.get("description"),
@@ -32,7 +39,11 @@ class WebhookEndpoints(MethodView):
     @blp.operation("listWebhookEndpoints", scope="webhooks:read")
     @blp.response(200, WebhookEndpointListResponse)
     def get(self):
-        """The company's endpoints, never their secrets."""
+        """The company's endpoints, never their secrets.
+
+        Each endpoint's url, events and description; the signing secret is never shown again.
+        Changes nothing.
+        """
         return {"items": endpoints.list_endpoints(request_session(), g.company_id)}
 
 
@@ -41,5 +52,9 @@ class WebhookEndpointById(MethodView):
     @blp.operation("deleteWebhookEndpoint", scope="webhooks:write")
     @blp.response(204)
     def delete(self, endpoint_id):
-        """Stop sending to the endpoint; deliveries not yet made are not sent."""
+        """Stop sending to the endpoint; deliveries not yet made are not sent.
+
+        204: no event is sent to it any more, including those still waiting for a retry. Another
+        company's id is a 404.
+        """
         endpoints.delete_endpoint(request_session(), g.company_id, endpoint_id, now=utcnow())

@@ -13,6 +13,7 @@ from schemathesis.specs.openapi.checks import (response_schema_conformance,
 
 from app.api.base import Blueprint, operations
 from app.api.document import AUTHENTICATED, document_path, error_codes
+from app.api.enums import null_member
 from app.api.error_codes import ERROR_CODES
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -31,19 +32,23 @@ def each_operation(document):
                 yield path, method, item[method]
 
 
-def referenced(node, found=None) -> set[str]:
-    """The component schemas a part of the document names in its $refs."""
-    found = set() if found is None else found
+def values_of(node, key: str):
+    """Every value of `key` anywhere in a part of the document."""
     if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref" and value.startswith("#/components/schemas/"):
-                found.add(value.rsplit("/", 1)[1])
+        for name, value in node.items():
+            if name == key:
+                yield value
             else:
-                referenced(value, found)
+                yield from values_of(value, key)
     elif isinstance(node, list):
         for value in node:
-            referenced(value, found)
-    return found
+            yield from values_of(value, key)
+
+
+def referenced(node) -> set[str]:
+    """The component schemas a part of the document names in its $refs."""
+    return {ref.rsplit("/", 1)[1] for ref in values_of(node, "$ref")
+            if ref.startswith("#/components/schemas/")}
 
 
 def reachable(document, roots: set[str]) -> set[str]:
@@ -116,7 +121,7 @@ def test_enums_are_named_schemas_without_null(document):
 
     def inline_enums(node, where):
         if isinstance(node, dict):
-            if "enum" in node:
+            if "enum" in node and node != null_member():
                 yield where
             for key, value in node.items():
                 yield from inline_enums(value, f"{where}/{key}")
@@ -128,14 +133,14 @@ def test_enums_are_named_schemas_without_null(document):
     body_schemas = {name: s for name, s in schemas.items() if name not in enums}
     assert list(inline_enums(body_schemas, "schemas")) == []
     restriction = schemas["QuoteRedemption"]["properties"]["restrictionReason"]
-    assert restriction == {"allOf": [{"$ref": "#/components/schemas/RedemptionRestriction"}],
-                           "nullable": True}
+    assert restriction == {"anyOf": [{"$ref": "#/components/schemas/RedemptionRestriction"},
+                                     null_member()]}
 
 
 def test_every_field_of_a_body_has_a_type(document):
     for name, schema in document["components"]["schemas"].items():
         for field, value in schema.get("properties", {}).items():
-            assert {"type", "$ref", "allOf"} & set(value), f"{name}.{field}"
+            assert {"type", "$ref", "allOf", "anyOf"} & set(value), f"{name}.{field}"
             items = value.get("items")
             assert items is None or {"type", "$ref", "anyOf"} & set(items), f"{name}.{field}"
     currency = document["components"]["schemas"]["ProgramResponse"]["properties"]["currency"]

@@ -148,6 +148,18 @@ def test_a_wrong_code_is_422_on_body_code_with_the_attempts_left(client, tenant,
     assert confirm(client, tenant, body["id"], code).get_json()["state"] == "CONFIRMED"
 
 
+@pytest.mark.parametrize("sent", ["123456\n", "123456Z", "١٢٣٤٥٦", "12345", 123456])
+def test_a_code_that_is_not_six_digits_is_refused_without_taking_an_attempt(client, tenant, db,
+                                                                             sent):
+    body, _ = issued(client, tenant)
+    response = confirm(client, tenant, body["id"], sent)
+    assert response.status_code == 422
+    [item] = response.get_json()["detail"]
+    assert item["loc"] == ["body", "code"] and item["type"] != "otp_invalid"
+    stored = db.scalar(select(OtpChallenge).where(OtpChallenge.id == body["id"]))
+    assert (stored.state, stored.attempts_left) == ("PENDING", 5)
+
+
 def test_the_fifth_wrong_code_fails_the_challenge(client, tenant, db):
     body, code = issued(client, tenant)
     lefts = []

@@ -66,6 +66,7 @@ def test_a_disabled_terminal_still_holds_its_pos_key(client, tenant, store):
     ({"posKey": "k" * 129}, ["body", "posKey"]),
     ({"posKey": " leading"}, ["body", "posKey"]),
     ({"posKey": "trailing "}, ["body", "posKey"]),
+    ({"posKey": "reg-1\n"}, ["body", "posKey"]),  # Python's `$` would let the newline through
     ({"posKey": "касса-1"}, ["body", "posKey"]),
     ({"posKey": "tab\there"}, ["body", "posKey"]),
     ({"name": ""}, ["body", "name"]),
