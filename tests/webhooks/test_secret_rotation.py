@@ -15,7 +15,7 @@ from app.models import WebhookEndpoint
 from tests.api.test_customers import enrol
 from tests.api.test_webhook_endpoints import rotate
 from tests.webhooks.test_delivery import register, verified
-from tests.webhooks.test_sealed_codes import deliver_all, worker_app  # noqa: F401 -- a fixture
+from tests.webhooks.test_sealed_codes import deliver_all, worker_app  # noqa: F401 (fixture)
 
 HOUR = 3600
 
@@ -50,8 +50,8 @@ def only(signature: str, hit):
     return type(hit)(hit.path, {**hit.headers, "webhook-signature": signature}, hit.body)
 
 
-def test_a_rotated_endpoints_deliveries_verify_with_both_secrets(client, tenant, receiver,
-                                                                 worker_app):
+def test_a_rotated_endpoints_deliveries_verify_with_both_secrets(
+        client, tenant, receiver, worker_app):  # noqa: F811
     endpoint_id, old = register(client, tenant, receiver.url("/ok"), ["customer.created"])
     enrol(client, tenant, phone="+79160000001")  # recorded before the rotation, sent after
     new = rotated(client, tenant, endpoint_id, HOUR)
@@ -69,7 +69,8 @@ def test_a_rotated_endpoints_deliveries_verify_with_both_secrets(client, tenant,
         assert signed_by(old, only(second, hit)) and not signed_by(new, only(second, hit))
 
 
-def test_after_the_grace_only_the_new_secret_verifies(app, client, tenant, receiver, worker_app):
+def test_after_the_grace_only_the_new_secret_verifies(
+        app, client, tenant, receiver, worker_app):  # noqa: F811
     endpoint_id, old = register(client, tenant, receiver.url("/ok"), ["customer.created"])
     new = rotated(client, tenant, endpoint_id, HOUR)
     end_grace(app, endpoint_id)
@@ -82,8 +83,8 @@ def test_after_the_grace_only_the_new_secret_verifies(app, client, tenant, recei
     assert signed_by(new, hit) and not signed_by(old, hit)
 
 
-def test_without_a_grace_only_the_new_secret_verifies_at_once(client, tenant, receiver,
-                                                              worker_app):
+def test_without_a_grace_only_the_new_secret_verifies_at_once(
+        client, tenant, receiver, worker_app):  # noqa: F811
     endpoint_id, old = register(client, tenant, receiver.url("/ok"), ["customer.created"])
     new = rotated(client, tenant, endpoint_id, 0)
     enrol(client, tenant)
@@ -97,7 +98,7 @@ def test_without_a_grace_only_the_new_secret_verifies_at_once(client, tenant, re
 
 @pytest.mark.parametrize("second_grace", [HOUR, 0])
 def test_a_second_rotation_in_the_grace_signs_with_the_secret_it_replaced(
-        client, tenant, receiver, worker_app, second_grace):
+        client, tenant, receiver, worker_app, second_grace):  # noqa: F811
     endpoint_id, first = register(client, tenant, receiver.url("/ok"), ["customer.created"])
     second = rotated(client, tenant, endpoint_id, HOUR)
     third = rotated(client, tenant, endpoint_id, second_grace)

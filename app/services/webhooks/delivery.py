@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 
 from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
 from app.services.errors import NotFound
-from app.services.webhooks.endpoints import ACTIVE, DISABLED, is_allowed, signing_secrets, url_host, wants
+from app.services.webhooks.endpoints import (ACTIVE, DISABLED, is_allowed, signing_secrets,
+                                             url_host, wants)
 from app.services.webhooks.outbox import SEALED_FIELDS, forgotten, revealed
 from app.services.webhooks.signing import signature_headers
 from app.services.webhooks.transport import DeliveryOutcome, next_delay

@@ -163,8 +163,9 @@ def signing_secrets(pepper: str, secret_encrypted: str, previous_encrypted: str 
                     now: datetime) -> tuple[str, str | None]:
     """The secrets a delivery made `now` is signed with: the endpoint's, and the one its last
     rotation replaced while that one's grace lasts. InvalidToken when the pepper changed."""
-    in_grace = previous_valid_until is not None and now < previous_valid_until
-    previous = decrypt_secret(pepper, previous_encrypted) if in_grace and previous_encrypted else None
+    in_grace = previous_encrypted is not None and previous_valid_until is not None \
+        and now < previous_valid_until
+    previous = decrypt_secret(pepper, previous_encrypted) if in_grace else None
     return decrypt_secret(pepper, secret_encrypted), previous
 
 
