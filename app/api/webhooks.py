@@ -1,4 +1,4 @@
-"""Webhook endpoints: register (the signing secret shown once), list, delete."""
+"""Webhook endpoints: register (the signing secret shown once), list, rotate the secret, delete."""
 from __future__ import annotations
 
 from flask import current_app, g
@@ -6,12 +6,17 @@ from flask.views import MethodView
 
 from app.api.base import Blueprint
 from app.api.webhooks_schemas import (CreateWebhookEndpointRequest, IssuedWebhookEndpointResponse,
-                                      WebhookEndpointListResponse)
+                                      RotateWebhookSecretRequest, WebhookEndpointListResponse)
 from app.db import request_session, utcnow
 from app.idempotency import SECRET_SHOWN_ONCE
 from app.services.webhooks import endpoints
 
 blp = Blueprint("webhooks", __name__, url_prefix="/v1", description="Webhook endpoints")
+
+
+def _issued(endpoint, secret):
+    endpoint.secret = secret  # transient: dumped once in this response, stored only encrypted
+    return endpoint
 
 
 @blp.route("/webhook-endpoints")
@@ -33,8 +38,7 @@ class WebhookEndpoints(MethodView):
             request_session(), g.company_id, url=body["url"], events=body["events"],
             description=body.get("description"),
             pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow())
-        endpoint.secret = secret  # transient: dumped once in this response, stored only encrypted
-        return endpoint
+        return _issued(endpoint, secret)
 
     @blp.operation("listWebhookEndpoints", scope="webhooks:read")
     @blp.response(200, WebhookEndpointListResponse)
@@ -58,3 +62,20 @@ class WebhookEndpointById(MethodView):
         company's id is a 404.
         """
         endpoints.delete_endpoint(request_session(), g.company_id, endpoint_id, now=utcnow())
+
+
+@blp.route("/webhook-endpoints/<endpoint_id>/rotate-secret")
+class WebhookEndpointSecretRotation(MethodView):
+    @blp.operation("rotateWebhookEndpointSecret", scope="webhooks:write",
+                   key_refused=SECRET_SHOWN_ONCE)
+    @blp.arguments(RotateWebhookSecretRequest, required=False)
+    @blp.response(201, IssuedWebhookEndpointResponse)
+    def post(self, body, endpoint_id):
+        """A new signing secret, shown once. Until the grace period ends every delivery carries
+        two signatures, `v1,<new> v1,<old>`, so a receiver verifying with either secret accepts
+        it while it switches; then only the new one's."""
+        endpoint, secret = endpoints.rotate_secret(
+            request_session(), g.company_id, endpoint_id,
+            grace_seconds=body.get("gracePeriodSeconds", endpoints.SECRET_GRACE_SECONDS),
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow())
+        return _issued(endpoint, secret)

@@ -3,7 +3,8 @@ import marshmallow as ma
 from app.api.base import ResponseSchema, Schema
 from app.api.enums import Choice, list_of
 from app.api.fields import Timestamp, no_nul
-from app.services.webhooks.endpoints import ALL_EVENTS, endpoint_events
+from app.services.webhooks.endpoints import (ALL_EVENTS, MAX_SECRET_GRACE_SECONDS,
+                                             SECRET_GRACE_SECONDS, endpoint_events)
 from app.services.webhooks.outbox import EVENT_TYPES
 
 EVENT_NAMES = (*EVENT_TYPES, ALL_EVENTS)
@@ -30,6 +31,16 @@ class CreateWebhookEndpointRequest(Schema):
     def _unique_events(self, data, **_kwargs):
         data["events"] = list(dict.fromkeys(data["events"]))
         return data
+
+
+class RotateWebhookSecretRequest(Schema):
+    gracePeriodSeconds = ma.fields.Integer(
+        load_default=SECRET_GRACE_SECONDS, strict=True,
+        validate=ma.validate.Range(0, MAX_SECRET_GRACE_SECONDS),
+        metadata={"description": "How long deliveries still carry a signature by the secret "
+                                  "being replaced, beside the new one's; 0: the new one alone "
+                                  "at once. A secret older than the one being replaced stops "
+                                  "at once."})
 
 
 class WebhookEndpointResponse(ResponseSchema):

@@ -38,6 +38,9 @@ class WebhookEndpoint(TenantMixin, Base):
     description: Mapped[str | None] = mapped_column(String(500), nullable=True)
     # Signing needs the secret itself; it is kept encrypted under a key derived from the pepper.
     secret_encrypted: Mapped[str] = mapped_column(Text)
+    # The secret the last rotation replaced, and until when deliveries are signed with it too.
+    previous_secret_encrypted: Mapped[str | None] = mapped_column(Text, nullable=True)
+    previous_secret_valid_until: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     state: Mapped[str] = mapped_column(String(20), default="ACTIVE")
     disabled_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)

@@ -106,10 +106,11 @@ def test_creates_that_cannot_replay_refuse_a_key_and_make_nothing(app, client, t
     refused = [rule for method, rule, operation in operations(app)
                if method == "POST" and operation.key_refused]
     assert "/v1/api-credentials" in refused and "/v1/webhook-endpoints" in refused
+    assert "/v1/webhook-endpoints/<endpoint_id>/rotate-secret" in refused
     keys_before = count(db, ApiCredential)
     for rule in refused:
         path = rule.replace("<credential_id>", uuid.uuid4().hex).replace(
-            "<challenge_id>", uuid.uuid4().hex)
+            "<challenge_id>", uuid.uuid4().hex).replace("<endpoint_id>", uuid.uuid4().hex)
         response = client.post(path, json={"name": "replayed", "scopes": ["company:read"]},
                                headers=tenant.headers(Idempotency_Key=uuid.uuid4().hex))
         assert response.status_code == 422, (rule, response.get_json())

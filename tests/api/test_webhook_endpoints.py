@@ -1,12 +1,20 @@
-"""Webhook endpoints through the API: register, list, delete; scopes, the allow-list, the secret."""
+"""Webhook endpoints through the API: register, list, delete, rotate the secret; scopes, the
+allow-list, the secret."""
 import base64
+import threading
+import time
+from datetime import timedelta
+from functools import partial
 
 import pytest
 from sqlalchemy import select
 
+from app.db import utcnow
 from app.models import WebhookEndpoint
 from app.services.webhooks import endpoints
 from app.services.webhooks.outbox import EVENT_TYPES
+from tests.api.test_credential_changes import _waiting_on_locks
+from tests.concurrency import raising, run_together
 from tests.conftest import TEST_PEPPER
 
 HOST = "hooks.example.com"
@@ -150,3 +158,157 @@ def test_interface_document(client):
         "IssuedWebhookEndpointResponse")
     assert paths["/v1/webhook-endpoints"]["get"]["x-scope"] == "webhooks:read"
     assert paths["/v1/webhook-endpoints/{endpoint_id}"]["delete"]["x-scope"] == "webhooks:write"
+    rotation = paths["/v1/webhook-endpoints/{endpoint_id}/rotate-secret"]["post"]
+    assert (rotation["operationId"], rotation["x-scope"]) == ("rotateWebhookEndpointSecret",
+                                                              "webhooks:write")
+    assert rotation["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "IssuedWebhookEndpointResponse")
+
+
+
+# --- rotating the secret (CONTRACT §8) --------------------------------------------------------
+
+def rotate(client, tenant, endpoint_id, body=None, key=None, **headers):
+    return client.post(f"/v1/webhook-endpoints/{endpoint_id}/rotate-secret", json=body,
+                       headers=tenant.headers(key, **headers))
+
+
+def stored_secrets(db, endpoint_id):
+    """The endpoint's secret and the one its last rotation replaced (with its end), decrypted."""
+    db.expire_all()
+    stored = db.scalar(select(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id))
+    previous = stored.previous_secret_encrypted
+    return (endpoints.decrypt_secret(TEST_PEPPER, stored.secret_encrypted),
+            previous and endpoints.decrypt_secret(TEST_PEPPER, previous),
+            stored.previous_secret_valid_until)
+
+
+def test_rotation_shows_the_new_secret_once_and_keeps_the_old_for_a_day(client, tenant, db,
+                                                                      allowed):
+    created = create(client, tenant, description="accounting").get_json()
+    before = utcnow()
+
+    response = rotate(client, tenant, created["id"])
+
+    assert response.status_code == 201
+    body = response.get_json()
+    secret = body.pop("secret")
+    assert body == {key: value for key, value in created.items() if key != "secret"}
+    assert secret.startswith("whsec_") and len(base64.b64decode(secret[6:], validate=True)) == 32
+    assert secret != created["secret"]
+    listed = client.get("/v1/webhook-endpoints", headers=tenant.headers()).get_json()
+    assert secret[6:] not in str(listed) and created["secret"][6:] not in str(listed)
+    current, previous, valid_until = stored_secrets(db, created["id"])
+    assert (current, previous) == (secret, created["secret"])
+    assert before + timedelta(days=1) <= valid_until <= utcnow() + timedelta(days=1)
+
+
+@pytest.mark.parametrize("grace", [0, 1, 604800])
+def test_rotation_grace_bounds_are_accepted(client, tenant, db, allowed, grace):
+    created = create(client, tenant).get_json()
+
+    response = rotate(client, tenant, created["id"], {"gracePeriodSeconds": grace})
+
+    assert response.status_code == 201
+    current, previous, valid_until = stored_secrets(db, created["id"])
+    assert current == response.get_json()["secret"]
+    # No grace, nothing kept: the old secret signs nothing from now on.
+    assert (previous is None) is (grace == 0) and (valid_until is None) is (grace == 0)
+
+
+def test_a_second_rotation_keeps_only_the_secret_it_replaces(client, tenant, db, allowed):
+    endpoint_id = create(client, tenant).get_json()["id"]
+    first = rotate(client, tenant, endpoint_id).get_json()["secret"]
+    second = rotate(client, tenant, endpoint_id, {"gracePeriodSeconds": 60}).get_json()["secret"]
+
+    current, previous, valid_until = stored_secrets(db, endpoint_id)
+    assert (current, previous) == (second, first)
+    assert valid_until <= utcnow() + timedelta(seconds=60)
+
+
+@pytest.mark.postgres
+def test_concurrent_rotations_of_one_endpoint_take_turns(app, client, tenant, db, allowed):
+    """Five rotations at once: each replaces the secret the one before it showed, so the secret
+    kept for the grace is one a caller holds. Without the row lock each would read the first
+    secret and the grace would keep that one, which the receiver may already have dropped."""
+    created = create(client, tenant).get_json()
+    clients = [app.test_client() for _ in range(5)]
+
+    def rotate_with(one_client):
+        response = rotate(one_client, tenant, created["id"])
+        return response.status_code, response.get_json().get("secret")
+
+    # The test holds the row until all five wait on it, so they truly overlap.
+    db.execute(select(WebhookEndpoint).where(WebhookEndpoint.id == created["id"])
+               .with_for_update())
+    answers: list = []
+    rotations = threading.Thread(target=lambda: answers.extend(
+        run_together([partial(rotate_with, c) for c in clients])))
+    rotations.start()
+    while _waiting_on_locks(app) < 5 and rotations.is_alive():
+        time.sleep(0.01)
+    db.commit()
+    rotations.join()
+
+    assert [status for status, _ in raising(answers)] == [201] * 5
+    shown = [secret for _, secret in answers]
+    current, previous, _ = stored_secrets(db, created["id"])
+    assert len(set(shown)) == 5 and current in shown and previous in shown
+    assert previous != current
+
+
+@pytest.mark.parametrize("body, loc", [
+    ({"gracePeriodSeconds": -1}, ["body", "gracePeriodSeconds"]),
+    ({"gracePeriodSeconds": 604801}, ["body", "gracePeriodSeconds"]),
+    ({"gracePeriodSeconds": "60"}, ["body", "gracePeriodSeconds"]),
+    ({"gracePeriodSeconds": 1.5}, ["body", "gracePeriodSeconds"]),
+    ({"gracePeriodSeconds": None}, ["body", "gracePeriodSeconds"]),
+    ({"gracePeriodSeconds": 10 ** 30}, ["body", "gracePeriodSeconds"]),
+    ({"secret": "whsec_mine"}, ["body", "secret"]),
+])
+def test_rotation_refuses_bad_bodies_and_changes_nothing(client, tenant, db, allowed, body, loc):
+    created = create(client, tenant).get_json()
+
+    response = rotate(client, tenant, created["id"], body)
+
+    assert response.status_code == 422
+    assert loc in [item["loc"] for item in response.get_json()["detail"]]
+    assert stored_secrets(db, created["id"]) == (created["secret"], None, None)
+
+
+def test_rotation_refuses_an_idempotency_key(client, tenant, db, allowed):
+    created = create(client, tenant).get_json()
+
+    response = rotate(client, tenant, created["id"], Idempotency_Key="rotate-1")
+
+    assert response.status_code == 422
+    [item] = response.get_json()["detail"]
+    assert (item["loc"], item["type"]) == (["header", "Idempotency-Key"],
+                                           "idempotency_key_not_supported")
+    assert stored_secrets(db, created["id"]) == (created["secret"], None, None)
+
+
+def test_rotation_scope(client, tenant, db, allowed):
+    created = create(client, tenant).get_json()
+    reader = tenant.key_with("webhooks:read")
+
+    refused = rotate(client, tenant, created["id"], key=reader)
+
+    assert refused.status_code == 403 and refused.get_json()["code"] == "insufficient_scope"
+    assert stored_secrets(db, created["id"]) == (created["secret"], None, None)
+    writer = tenant.key_with("webhooks:write")
+    assert rotate(client, tenant, created["id"], key=writer).status_code == 201
+    assert client.post(f"/v1/webhook-endpoints/{created['id']}/rotate-secret").status_code == 401
+
+
+def test_rotation_of_another_companys_or_a_deleted_endpoint_is_not_found(
+        client, tenant, other_tenant, db, allowed):
+    theirs = create(client, other_tenant).get_json()
+    deleted = create(client, tenant).get_json()["id"]
+    assert client.delete(f"/v1/webhook-endpoints/{deleted}",
+                         headers=tenant.headers()).status_code == 204
+
+    for endpoint_id in (theirs["id"], deleted, "not-a-uuid"):
+        response = rotate(client, tenant, endpoint_id)
+        assert response.status_code == 404 and response.get_json()["code"] == "not_found"
+    assert stored_secrets(db, theirs["id"]) == (theirs["secret"], None, None)

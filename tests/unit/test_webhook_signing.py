@@ -51,6 +51,16 @@ def test_reference_library_verifies_the_signature():
     assert Webhook(secret).verify(BODY, headers) == json.loads(BODY)
 
 
+def test_a_previous_secret_adds_its_signature_after_the_current_ones():
+    current, previous = new_endpoint_secret(), new_endpoint_secret()
+    alone = signature_headers(current, "evt_1", 1714557600, BODY)
+    both = signature_headers(current, "evt_1", 1714557600, BODY, previous=previous)
+    before = signature_headers(previous, "evt_1", 1714557600, BODY)
+
+    assert both["webhook-signature"] == (
+        f"{alone['webhook-signature']} {before['webhook-signature']}")
+
+
 def test_non_ascii_body_is_signed_as_sent():
     secret = new_endpoint_secret()
     body = json.dumps({"data": {"name": "Анна"}}, ensure_ascii=False).encode()

@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session
 
 from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
 from app.services.errors import NotFound
-from app.services.webhooks.endpoints import ACTIVE, DISABLED, decrypt_secret, is_allowed, url_host, wants
+from app.services.webhooks.endpoints import (ACTIVE, DISABLED, is_allowed, signing_secrets,
+                                             url_host, wants)
 from app.services.webhooks.outbox import SEALED_FIELDS, forgotten, revealed
 from app.services.webhooks.signing import signature_headers
 from app.services.webhooks.transport import DeliveryOutcome, next_delay
@@ -102,6 +103,7 @@ class Attempt:
     secret: str | None  # None when it cannot be decrypted (the pepper changed)
     refusal: str | None  # why nothing may be sent on this attempt
     event_type: str = ""
+    previous_secret: str | None = None  # the one a rotation replaced, while its grace lasts
 
 
 def begin_attempt(session: Session, company_id: str, delivery_id: str, *, now: datetime,
@@ -121,7 +123,8 @@ def begin_attempt(session: Session, company_id: str, delivery_id: str, *, now: d
     event_id, endpoint_id, number = claim
     row = session.execute(
         select(OutboxEvent.type, OutboxEvent.payload, WebhookEndpoint.url, WebhookEndpoint.state,
-               WebhookEndpoint.secret_encrypted)
+               WebhookEndpoint.secret_encrypted, WebhookEndpoint.previous_secret_encrypted,
+               WebhookEndpoint.previous_secret_valid_until)
         .join(WebhookEndpoint, (WebhookEndpoint.company_id == OutboxEvent.company_id)
               & (WebhookEndpoint.id == endpoint_id))
         .where(OutboxEvent.company_id == company_id, OutboxEvent.id == event_id)).one()
@@ -131,9 +134,11 @@ def begin_attempt(session: Session, company_id: str, delivery_id: str, *, now: d
         _forget_sealed_fields(session, company_id, event_id, row.type)
         return None
     try:
-        secret = decrypt_secret(pepper, row.secret_encrypted)
+        secret, previous_secret = signing_secrets(
+            pepper, row.secret_encrypted, row.previous_secret_encrypted,
+            row.previous_secret_valid_until, now=now)
     except InvalidToken:
-        secret = None
+        secret = previous_secret = None
     refusal = None if secret else "the endpoint secret cannot be decrypted"
     try:
         body = revealed(row.type, row.payload, pepper)
@@ -145,12 +150,13 @@ def begin_attempt(session: Session, company_id: str, delivery_id: str, *, now: d
     except ValueError as exc:
         refusal = str(exc)
     return Attempt(company_id, delivery_id, endpoint_id, event_id, number, row.url,
-                   body.encode("utf-8"), secret, refusal, row.type)
+                   body.encode("utf-8"), secret, refusal, row.type, previous_secret)
 
 
 def attempt_headers(attempt: Attempt, timestamp: int) -> dict[str, str]:
     """The Standard Webhooks headers; `webhook-id` is the event id on every attempt and endpoint."""
-    return signature_headers(attempt.secret, attempt.event_id, timestamp, attempt.body)
+    return signature_headers(attempt.secret, attempt.event_id, timestamp, attempt.body,
+                             previous=attempt.previous_secret)
 
 
 def finish_attempt(session: Session, attempt: Attempt, outcome: DeliveryOutcome, *, now: datetime,

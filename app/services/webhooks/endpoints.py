@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from sqlalchemy import delete, select, update
@@ -19,6 +19,8 @@ from app.services.webhooks.transport import is_public_address
 
 ALL_EVENTS = "*"
 ACTIVE, DISABLED, DELETED = "ACTIVE", "DISABLED", "DELETED"
+# How long a rotated-out secret still signs, by default and at most (a day, a week: CONTRACT §8).
+SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS = 86400, 604800
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
 # A last label that is a number makes the whole name an IPv4 address (WHATWG URL, inet_aton).
@@ -134,6 +136,37 @@ def create_endpoint(session: Session, company_id: str, *, url: str, events: list
     session.add(endpoint)
     session.flush()
     return endpoint, secret
+
+
+def rotate_secret(session: Session, company_id: str, endpoint_id: str, *, grace_seconds: int,
+                  pepper: str, now: datetime) -> tuple[WebhookEndpoint, str]:
+    """A new secret for the endpoint (returned once, stored only encrypted); the one it replaces
+    still signs deliveries for `grace_seconds`. Only that one: a secret two rotations old stops
+    at once, so a delivery carries at most two signatures. Concurrent rotations take turns on
+    the row, each replacing the secret the one before it showed."""
+    endpoint = session.get(WebhookEndpoint, (company_id, endpoint_id), with_for_update=True,
+                           populate_existing=True)
+    if endpoint is None or endpoint.state == DELETED:
+        raise NotFound("webhook endpoint")
+    secret = new_endpoint_secret()
+    keeps_previous = grace_seconds > 0
+    endpoint.previous_secret_encrypted = endpoint.secret_encrypted if keeps_previous else None
+    endpoint.previous_secret_valid_until = (now + timedelta(seconds=grace_seconds)
+                                            if keeps_previous else None)
+    endpoint.secret_encrypted = encrypt_secret(pepper, secret)
+    session.flush()
+    return endpoint, secret
+
+
+def signing_secrets(pepper: str, secret_encrypted: str, previous_encrypted: str | None,
+                    previous_valid_until: datetime | None, *,
+                    now: datetime) -> tuple[str, str | None]:
+    """The secrets a delivery made `now` is signed with: the endpoint's, and the one its last
+    rotation replaced while that one's grace lasts. InvalidToken when the pepper changed."""
+    in_grace = previous_encrypted is not None and previous_valid_until is not None \
+        and now < previous_valid_until
+    previous = decrypt_secret(pepper, previous_encrypted) if in_grace else None
+    return decrypt_secret(pepper, secret_encrypted), previous
 
 
 def list_endpoints(session: Session, company_id: str) -> list[WebhookEndpoint]:

@@ -32,14 +32,24 @@ def _secret_key(secret: str) -> bytes:
     return key
 
 
-def signature_headers(secret: str, event_id: str, timestamp: int, body: bytes) -> dict[str, str]:
-    """Return the ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature`` headers."""
+def signature_headers(secret: str, event_id: str, timestamp: int, body: bytes, *,
+                      previous: str | None = None) -> dict[str, str]:
+    """Return the ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature`` headers.
+
+    With a `previous` secret (a rotation's grace) the signature header carries both,
+    space-separated, the current one first, as Standard Webhooks allows: a receiver holding
+    either secret verifies the delivery."""
     if not event_id:
         raise ValueError("event id must not be empty")
     signed = f"{event_id}.{int(timestamp)}.".encode() + body
-    digest = hmac.new(_secret_key(secret), signed, hashlib.sha256).digest()
+    signatures = [_signature(key, signed) for key in (secret, previous) if key is not None]
     return {
         "webhook-id": event_id,
         "webhook-timestamp": str(int(timestamp)),
-        "webhook-signature": "v1," + base64.b64encode(digest).decode("ascii"),
+        "webhook-signature": " ".join(signatures),
     }
+
+
+def _signature(secret: str, signed: bytes) -> str:
+    digest = hmac.new(_secret_key(secret), signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode("ascii")
