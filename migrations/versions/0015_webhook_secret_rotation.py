@@ -5,13 +5,13 @@ while that moment is ahead, every delivery is signed with both secrets. Existing
 never rotated, so both start empty.
 
 Revision ID: 0015_webhook_secret_rotation
-Revises: 0013_tier_window_versions
+Revises: 0014_credential_previous_keys
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0015_webhook_secret_rotation"
-down_revision = "0013_tier_window_versions"
+down_revision = "0014_credential_previous_keys"
 branch_labels = None
 depends_on = None
 
