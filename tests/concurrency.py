@@ -4,6 +4,8 @@ from __future__ import annotations
 import threading
 import time
 
+from sqlalchemy import text
+
 
 def run_together(calls: list) -> list:
     """Each call in a thread of its own, all released at once by a barrier; what each
@@ -24,6 +26,29 @@ def run_together(calls: list) -> list:
     for thread in threads:
         thread.join(60)
     return results
+
+
+def waiting_on_locks(app) -> int:
+    """Database sessions of the suite's database that wait on a lock (PostgreSQL)."""
+    with app.extensions["engine"].connect() as connection:
+        return connection.scalar(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'"))
+
+
+def run_behind_a_row_lock(app, db, locking_select, calls: list) -> list:
+    """`calls` run together while the test's own session `db` holds the row `locking_select`
+    (a SELECT … FOR UPDATE) locks, released once every call waits on it, so they truly
+    overlap; what each returned, or the exception it raised, in order."""
+    db.execute(locking_select)
+    answers: list = []
+    together = threading.Thread(target=lambda: answers.extend(run_together(calls)))
+    together.start()
+    while waiting_on_locks(app) < len(calls) and together.is_alive():
+        time.sleep(0.01)
+    db.commit()
+    together.join()
+    return answers
 
 
 def raising(results: list) -> list:

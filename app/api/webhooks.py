@@ -71,9 +71,14 @@ class WebhookEndpointSecretRotation(MethodView):
     @blp.arguments(RotateWebhookSecretRequest, required=False)
     @blp.response(201, IssuedWebhookEndpointResponse)
     def post(self, body, endpoint_id):
-        """A new signing secret, shown once. Until the grace period ends every delivery carries
+        """A new signing secret for the endpoint, shown once.
+
+        Until `gracePeriodSeconds` (0..604800, default 86400) have passed, every delivery carries
         two signatures, `v1,<new> v1,<old>`, so a receiver verifying with either secret accepts
-        it while it switches; then only the new one's."""
+        it while it switches; then only the new one's. A second rotation during a grace keeps
+        only the secret it replaces. The answer shows the secret this once, so an
+        Idempotency-Key is refused (422). Another company's or a deleted endpoint is a 404.
+        """
         endpoint, secret = endpoints.rotate_secret(
             request_session(), g.company_id, endpoint_id,
             grace_seconds=body.get("gracePeriodSeconds", endpoints.SECRET_GRACE_SECONDS),

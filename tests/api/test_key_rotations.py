@@ -3,19 +3,17 @@ rotations follow: up to 10 at once per credential, an 11th ending the oldest; re
 them all (CONTRACT §3). A grace is ended here by moving its end into the past."""
 from __future__ import annotations
 
-import threading
-import time
 from functools import partial
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from app.models import ApiCredential, PreviousKey
 from app.services.tenancy import keys
 
 from tests.api.locations_helpers import create_store, create_terminal
 from tests.api.test_auth import _credential_id, end_grace
-from tests.concurrency import raising, run_together
+from tests.concurrency import raising, run_behind_a_row_lock
 from tests.conftest import TEST_PEPPER
 from worker.periodic import run_periodic_tasks
 
@@ -135,13 +133,6 @@ def test_the_operators_rotation_keeps_every_replaced_key_too(app, client, tenant
     assert not any(_works(client, tenant, key) for key in (k0, k1, k2, k3))
 
 
-def _waiting_on_locks(app) -> int:
-    with app.extensions["engine"].connect() as connection:
-        return connection.scalar(text(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock'"))
-
-
 @pytest.mark.postgres
 def test_concurrent_rotations_each_hand_over_a_key_that_lives_its_grace(app, client, tenant, db):
     """Five rotations at once, each with a grace: they take turns on the credential's row,
@@ -158,16 +149,9 @@ def test_concurrent_rotations_each_hand_over_a_key_that_lives_its_grace(app, cli
                                    headers=tenant.headers(), json={"gracePeriodSeconds": HOUR})
         return response.status_code, response.get_json().get("key")
 
-    # The test holds the row until all five wait on it, so they truly overlap.
-    db.execute(select(ApiCredential).where(ApiCredential.id == target_id).with_for_update())
-    answers: list = []
-    rotations = threading.Thread(target=lambda: answers.extend(
-        run_together([partial(rotate, c) for c in clients])))
-    rotations.start()
-    while _waiting_on_locks(app) < 5 and rotations.is_alive():
-        time.sleep(0.01)
-    db.commit()
-    rotations.join()
+    answers = run_behind_a_row_lock(
+        app, db, select(ApiCredential).where(ApiCredential.id == target_id).with_for_update(),
+        [partial(rotate, c) for c in clients])
 
     assert [status for status, _ in raising(answers)] == [201] * 5
     handed_over = [key for _, key in answers]

@@ -1,8 +1,6 @@
 """Webhook endpoints through the API: register, list, delete, rotate the secret; scopes, the
 allow-list, the secret."""
 import base64
-import threading
-import time
 from datetime import timedelta
 from functools import partial
 
@@ -13,8 +11,7 @@ from app.db import utcnow
 from app.models import WebhookEndpoint
 from app.services.webhooks import endpoints
 from app.services.webhooks.outbox import EVENT_TYPES
-from tests.api.test_credential_changes import _waiting_on_locks
-from tests.concurrency import raising, run_together
+from tests.concurrency import raising, run_behind_a_row_lock
 from tests.conftest import TEST_PEPPER
 
 HOST = "hooks.example.com"
@@ -238,17 +235,9 @@ def test_concurrent_rotations_of_one_endpoint_take_turns(app, client, tenant, db
         response = rotate(one_client, tenant, created["id"])
         return response.status_code, response.get_json().get("secret")
 
-    # The test holds the row until all five wait on it, so they truly overlap.
-    db.execute(select(WebhookEndpoint).where(WebhookEndpoint.id == created["id"])
-               .with_for_update())
-    answers: list = []
-    rotations = threading.Thread(target=lambda: answers.extend(
-        run_together([partial(rotate_with, c) for c in clients])))
-    rotations.start()
-    while _waiting_on_locks(app) < 5 and rotations.is_alive():
-        time.sleep(0.01)
-    db.commit()
-    rotations.join()
+    answers = run_behind_a_row_lock(
+        app, db, select(WebhookEndpoint).where(WebhookEndpoint.id == created["id"])
+        .with_for_update(), [partial(rotate_with, c) for c in clients])
 
     assert [status for status, _ in raising(answers)] == [201] * 5
     shown = [secret for _, secret in answers]
