@@ -5,8 +5,10 @@ sale's lot first; a credit pays a debt first."""
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 from app.db import utcnow
+from app.services.rewards import upkeep
 from app.services.wire import format_timestamp
 from tests.checkout.conftest import line
 from tests.lots import age_lots, lots_of
@@ -102,4 +104,46 @@ def test_a_credit_pays_a_debt_first(shop, register):
                   {"amount": "8.00", "basis": "goodwill"}, expect=201)
     assert _lots(shop, customer)[-1] == (800, 300)
     assert shop.account(customer)["available"] == "3.00"
+    assert shop.verify() == []
+
+
+def _held_lot_then_credit(shop, register):
+    """The held-lot case: 100.00 that expire soon, all of them held; the lot falls due; a
+    credit of 50.00 (never expiring) makes the available balance positive."""
+    customer = shop.customer()
+    register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                  {"amount": "100.00", "basis": "promo",
+                   "expiresAt": format_timestamp(utcnow() + timedelta(hours=1))}, expect=201)
+    session, quote, hold = register.held(customer, [line("1", "1000.00")])
+    assert hold["amount"] == "100.00"
+    _age(shop, customer, timedelta(hours=2))
+    register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                  {"amount": "50.00", "basis": "goodwill"}, expect=201)
+    return customer, session, quote
+
+
+def test_a_due_lot_a_hold_covers_expires_nothing_after_a_credit_and_is_captured(shop, register):
+    customer, session, quote = _held_lot_then_credit(shop, register)
+    body = _read(register, customer)
+    assert (body["available"], body["reserved"], body["expiring"]) == ("50.00", "100.00", [])
+    # The periodic job does not even pick it: else every batch would, while the hold lasts.
+    assert shop.arrange(lambda s: upkeep.expire_due_accounts(s, utcnow(), 10)) == 0
+    assert shop.events("reward.expired") == []
+    sale = register.commit(session["id"], quote["id"])
+    assert sale["redeemed"] == "100.00"
+    assert _lots(shop, customer)[:2] == [(10000, 0), (5000, 5000)]  # the held lot was spent
+    available = Decimal(_read(register, customer)["available"])
+    assert available == Decimal("50.00") + Decimal(sale["accrued"])
+    assert shop.events("reward.expired") == []
+    assert shop.verify() == []
+
+
+def test_a_due_lot_a_hold_covered_expires_at_the_next_touch_once_released(shop, register):
+    customer, session, _ = _held_lot_then_credit(shop, register)
+    assert _read(register, customer)["available"] == "50.00"
+    register.release(session["id"])
+    body = _read(register, customer)
+    assert (body["available"], body["reserved"]) == ("50.00", "0.00")
+    assert [event["amount"] for event in shop.events("reward.expired")] == ["-100.00"]
+    assert _lots(shop, customer) == [(10000, 0), (5000, 5000)]
     assert shop.verify() == []
