@@ -7,7 +7,10 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
+from sqlalchemy import select, update
+
 from app.db import utcnow
+from app.models import LedgerEntry, RewardAccount, RewardLot
 from app.services.rewards import upkeep
 from app.services.wire import format_timestamp
 from tests.checkout.conftest import line
@@ -147,3 +150,27 @@ def test_a_due_lot_a_hold_covered_expires_at_the_next_touch_once_released(shop, 
     assert [event["amount"] for event in shop.events("reward.expired")] == ["-100.00"]
     assert _lots(shop, customer) == [(10000, 0), (5000, 5000)]
     assert shop.verify() == []
+
+
+def test_verify_reports_a_due_lot_that_expired_under_its_hold(shop, register):
+    """What the held-lot case did before: the credit's touch expired 50.00 of the lot the hold
+    covers. Balances and lots still add up; only the expiry against the hold shows it."""
+    customer, _, _ = _held_lot_then_credit(shop, register)
+    assert shop.verify() == []
+    now = utcnow()
+
+    def expire_the_held_lot(session):
+        held_lot = session.scalar(select(RewardLot).where(
+            RewardLot.customer_id == customer, RewardLot.amount == 10000))
+        held_lot.remaining -= 5000
+        session.add(LedgerEntry(company_id=shop.tenant.company_id, customer_id=customer,
+                                type="EXPIRY", amount=-5000, status="ACTIVE", available_at=now,
+                                basis="points expired", created_at=now))
+        session.execute(update(RewardAccount).where(RewardAccount.customer_id == customer)
+                        .values(available=RewardAccount.available - 5000))
+
+    shop.arrange(expire_the_held_lot)
+    result = shop.app.test_cli_runner().invoke(args=["ledger", "verify"])
+    assert result.exit_code == 1, result.output
+    assert (f"{shop.tenant.company_id} {customer} expired at {now.isoformat()} beyond the "
+            f"holds: stored 5000, computed 0") in result.output.splitlines()
