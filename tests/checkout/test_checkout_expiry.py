@@ -5,8 +5,13 @@ sale's lot first; a credit pays a debt first."""
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
+
+from sqlalchemy import select, update
 
 from app.db import utcnow
+from app.models import LedgerEntry, RewardAccount, RewardLot
+from app.services.rewards import upkeep
 from app.services.wire import format_timestamp
 from tests.checkout.conftest import line
 from tests.lots import age_lots, lots_of
@@ -103,3 +108,69 @@ def test_a_credit_pays_a_debt_first(shop, register):
     assert _lots(shop, customer)[-1] == (800, 300)
     assert shop.account(customer)["available"] == "3.00"
     assert shop.verify() == []
+
+
+def _held_lot_then_credit(shop, register):
+    """The held-lot case: 100.00 that expire soon, all of them held; the lot falls due; a
+    credit of 50.00 (never expiring) makes the available balance positive."""
+    customer = shop.customer()
+    register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                  {"amount": "100.00", "basis": "promo",
+                   "expiresAt": format_timestamp(utcnow() + timedelta(hours=1))}, expect=201)
+    session, quote, hold = register.held(customer, [line("1", "1000.00")])
+    assert hold["amount"] == "100.00"
+    _age(shop, customer, timedelta(hours=2))
+    register.call("POST", f"/v1/customers/{customer}/reward-adjustments",
+                  {"amount": "50.00", "basis": "goodwill"}, expect=201)
+    return customer, session, quote
+
+
+def test_a_due_lot_a_hold_covers_expires_nothing_after_a_credit_and_is_captured(shop, register):
+    customer, session, quote = _held_lot_then_credit(shop, register)
+    body = _read(register, customer)
+    assert (body["available"], body["reserved"], body["expiring"]) == ("50.00", "100.00", [])
+    # The periodic job does not even pick it: else every batch would, while the hold lasts.
+    assert shop.arrange(lambda s: upkeep.expire_due_accounts(s, utcnow(), 10)) == 0
+    assert shop.events("reward.expired") == []
+    sale = register.commit(session["id"], quote["id"])
+    assert sale["redeemed"] == "100.00"
+    assert _lots(shop, customer)[:2] == [(10000, 0), (5000, 5000)]  # the held lot was spent
+    available = Decimal(_read(register, customer)["available"])
+    assert available == Decimal("50.00") + Decimal(sale["accrued"])
+    assert shop.events("reward.expired") == []
+    assert shop.verify() == []
+
+
+def test_a_due_lot_a_hold_covered_expires_at_the_next_touch_once_released(shop, register):
+    customer, session, _ = _held_lot_then_credit(shop, register)
+    assert _read(register, customer)["available"] == "50.00"
+    register.release(session["id"])
+    body = _read(register, customer)
+    assert (body["available"], body["reserved"]) == ("50.00", "0.00")
+    assert [event["amount"] for event in shop.events("reward.expired")] == ["-100.00"]
+    assert _lots(shop, customer) == [(10000, 0), (5000, 5000)]
+    assert shop.verify() == []
+
+
+def test_verify_reports_a_due_lot_that_expired_under_its_hold(shop, register):
+    """What the held-lot case did before: the credit's touch expired 50.00 of the lot the hold
+    covers. Balances and lots still add up; only the expiry against the hold shows it."""
+    customer, _, _ = _held_lot_then_credit(shop, register)
+    assert shop.verify() == []
+    now = utcnow()
+
+    def expire_the_held_lot(session):
+        held_lot = session.scalar(select(RewardLot).where(
+            RewardLot.customer_id == customer, RewardLot.amount == 10000))
+        held_lot.remaining -= 5000
+        session.add(LedgerEntry(company_id=shop.tenant.company_id, customer_id=customer,
+                                type="EXPIRY", amount=-5000, status="ACTIVE", available_at=now,
+                                basis="points expired", created_at=now))
+        session.execute(update(RewardAccount).where(RewardAccount.customer_id == customer)
+                        .values(available=RewardAccount.available - 5000))
+
+    shop.arrange(expire_the_held_lot)
+    result = shop.app.test_cli_runner().invoke(args=["ledger", "verify"])
+    assert result.exit_code == 1, result.output
+    assert (f"{shop.tenant.company_id} {customer} expired at {now.isoformat()} beyond the "
+            f"holds: stored 5000, computed 0") in result.output.splitlines()

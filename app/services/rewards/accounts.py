@@ -93,7 +93,7 @@ def _expiring(session: Session, account: RewardAccount | Account) -> list[dict]:
         ids = {"company_id": account.company_id, "customer_id": account.customer_id}
         held = [Lot(*row) for row in session.execute(FIRST_OPEN_LOTS, {**ids, "page": LOT_PAGE})]
     return [{"expires_at": moment, "amount": amount}
-            for moment, amount in lots.expiring(held, account.available)]
+            for moment, amount in lots.expiring(held, account.available, account.reserved)]
 
 
 def _promotion_end(expires_at: datetime | None, amount: int, now: datetime) -> datetime | None:

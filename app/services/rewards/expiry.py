@@ -45,14 +45,14 @@ def expire_due(work: UnitOfWork, account: Account, now: datetime) -> list[dict]:
 
 
 def apply_expiry(account: Account, now: datetime) -> list[dict]:
-    """In memory: one EXPIRY entry per due lot for what the available balance covers, the
+    """In memory: one EXPIRY entry per due lot for what active holds do not cover, the
     due reminders marked sent (left in `account.reminded`), the next moments recomputed."""
     held = account.open_lots()
     if not account.lots_complete and all(
             lot.expires_at is not None and lot.expires_at <= now for lot in held):
         held = account.all_lots()  # every lot read is due: there may be more
     entries = []
-    for lot, amount in lots.expire(held, account.available, now):
+    for lot, amount in lots.expire(held, account.available, account.reserved, now):
         account.lot_changed(lot)
         if amount:
             entries.append(_entry(account, "EXPIRY", -amount, now, basis=lots.EXPIRED_BASIS))

@@ -2,8 +2,8 @@
 
 Every credit is a lot with its own `expires_at`; the account's lots hold, between them,
 max(0, Σ ACTIVE entries) points. A credit first pays a debt; a debit takes from the lot that
-expires first (lots without expiry last; equal expiresAt: the older lot first); an expiry
-never takes what an active hold has reserved. The rules are plain functions over `Lot` values
+expires first (lots without expiry last; equal expiresAt: the older lot first); what active
+holds reserve covers the lots in that same order, and an expiry never takes the covered part. The rules are plain functions over `Lot` values
 (beside them only the prebuilt query that reads an account's open lots): `ledger.py` applies
 them to a locked account, and readers use them to show what a touch would.
 """
@@ -83,12 +83,35 @@ def take(lots: list[Lot], amount: int, first_sale_id: str | None = None) -> list
     return _take_in_order(ordered, amount)
 
 
-def expire(lots: list[Lot], available: int, now: datetime) -> list[tuple[Lot, int]]:
-    """The due lots' points that expire now, (lot, amount) soonest first: each lot loses what
-    the available balance still covers; what an active hold reserved stays (CONTRACT §14)."""
-    due = [lot for lot in spending_order(lots)
-           if lot.expires_at is not None and lot.expires_at <= now]
-    return _take_in_order(due, max(available, 0))
+def uncovered(lots: list[Lot], reserved: int) -> list[tuple[Lot, int]]:
+    """(lot, the part of its remaining that active holds do not cover), in spending order.
+    The reservation is counted against the lots in the order a capture would spend them, so
+    the part it covers is the one a capture takes: it may not expire while the hold lasts
+    (CONTRACT §14)."""
+    parts = []
+    for lot in spending_order(lots):
+        covered = min(lot.remaining, max(reserved, 0))
+        reserved -= covered
+        parts.append((lot, lot.remaining - covered))
+    return parts
+
+
+def expire(lots: list[Lot], available: int, reserved: int,
+           now: datetime) -> list[tuple[Lot, int]]:
+    """The due lots' points that expire now, (lot, amount) soonest first: each due lot loses
+    what the reservation does not cover, never more in all than max(available, 0). (With the
+    lots whole, Σ uncovered = max(available, 0) already; the cap keeps a lot short of its
+    points from taking the balance below zero.)"""
+    left, taken = max(available, 0), []
+    for lot, free in uncovered(lots, reserved):
+        if left <= 0 or lot.expires_at is None or lot.expires_at > now:
+            break  # the due lots come first in spending order
+        part = min(free, left)
+        if part:
+            lot.remaining -= part
+            left -= part
+            taken.append((lot, part))
+    return taken
 
 
 def _take_in_order(ordered: list[Lot], amount: int) -> list[tuple[Lot, int]]:
@@ -121,19 +144,22 @@ def next_reminder(lots: list[Lot]) -> datetime | None:
     return min((lot.remind_at for lot in lots if lot.remaining > 0 and lot.remind_at), default=None)
 
 
-def expiring(lots: list[Lot], available: int, most: int = 5) -> list[tuple[datetime, int]]:
-    """The next moments at which points would expire, with how many would, soonest first:
-    each moment takes what the available balance still covers once the earlier ones have."""
+def expiring(lots: list[Lot], available: int, reserved: int,
+             most: int = 5) -> list[tuple[datetime, int]]:
+    """The next moments at which points would expire, with how many would, soonest first,
+    if nothing else happened (the holds captured): each moment's lots lose what the
+    reservation does not cover, never more in all than max(available, 0)."""
     moments: dict[datetime, int] = {}
-    for lot in spending_order(lots):
+    for lot, free in uncovered(lots, reserved):
         if lot.expires_at is not None:
-            moments[lot.expires_at] = moments.get(lot.expires_at, 0) + lot.remaining
+            moments[lot.expires_at] = moments.get(lot.expires_at, 0) + free
     found = []
     left = max(available, 0)
     for moment, amount in sorted(moments.items()):
         part = min(amount, left)
-        if part <= 0 or len(found) == most:
+        if left <= 0 or len(found) == most:
             break
-        found.append((moment, part))
-        left -= part
+        if part > 0:
+            found.append((moment, part))
+            left -= part
     return found

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, literal_column, or_, select, text, tuple_
+from sqlalchemy import bindparam, delete, func, literal_column, or_, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, OutboxEvent
@@ -50,7 +50,14 @@ def _due(moment, *more):
             for postgresql, version in _VERSION.items()}
 
 
-_DUE = (_due(ACCOUNTS.c.next_expiry_at, ACCOUNTS.c.available > 0),
+# Due lots hold more than the holds cover: only then does anything expire (lots.expire; due
+# lots come first in spending order, so the reservation covers them first). Without it an
+# account whose due points a hold covers would be read again by every batch while it lasts.
+_UNCOVERED_DUE = select(func.coalesce(func.sum(LOTS.c.remaining), 0)).where(
+    LOTS.c.company_id == ACCOUNTS.c.company_id, LOTS.c.customer_id == ACCOUNTS.c.customer_id,
+    LOTS.c.remaining > 0, LOTS.c.expires_at <= bindparam("now")).scalar_subquery() \
+    > ACCOUNTS.c.reserved
+_DUE = (_due(ACCOUNTS.c.next_expiry_at, ACCOUNTS.c.available > 0, _UNCOVERED_DUE),
         _due(ACCOUNTS.c.next_reminder_at))
 _LOTS_OF = (select(LOTS.c.company_id, LOTS.c.customer_id, *OPEN_LOTS.selected_columns)
             .where(LOTS.c.company_id.in_(bindparam("companies", expanding=True)),

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.models import (Company, Hold, LedgerEntry, Program, RewardAccount, RewardLot, Sale,
                         SaleLine)
-from app.services.rewards import tiers
+from app.services.rewards import lots, tiers
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,9 @@ def _differences(session: Session, company_id: str, after: str | None,
         for column, was, should in zip(computed, stored, expected):
             if was != should:
                 differences.append(Difference(company, customer, column, int(was), int(should)))
-    return sorted(differences + _lot_differences(session, company_id, after, upto),
+    differences += _lot_differences(session, company_id, after, upto)
+    differences += _held_lot_differences(session, company_id, after, upto)
+    return sorted(differences,
                   key=lambda difference: (difference.company_id, difference.customer_id))
 
 
@@ -155,6 +157,61 @@ def _lot_differences(session: Session, company_id: str, after: str | None,
                                int(remaining), max(0, min(int(remaining), int(amount))))
                     for company, customer, lot, remaining, amount in session.execute(wrong_lots)]
     return differences
+
+
+def _held_lot_differences(session: Session, company_id: str, after: str | None,
+                          upto: str | None) -> list[Difference]:
+    """No EXPIRY took points that a hold still ACTIVE had reserved (CONTRACT §14). The lots as
+    they were at an expiry are not stored, so each expiry since the account's oldest active
+    hold was placed is held to what the stored rows bound: the due lots then had at most
+    max(0, Σ ACTIVE entries then) − what lots not yet due then still hold now (a lot's
+    remaining only falls), the holds still active and placed before covered at least their
+    amounts, and the available balance was at most the first less the second. The rule
+    (`lots.expire`) on those bounds gives the most that could have expired; more is reported.
+    Catches a covered lot that expired while its hold lasts; once the hold has ended there is
+    nothing left to hold the expiry to."""
+    oldest = _in_range(select(Hold.company_id, Hold.customer_id,
+                              func.min(Hold.created_at).label("since"))
+                       .where(Hold.state == "ACTIVE").group_by(Hold.company_id, Hold.customer_id),
+                       Hold, company_id, after, upto).subquery()
+    expiries = session.execute(
+        select(LedgerEntry.customer_id, LedgerEntry.created_at, func.sum(LedgerEntry.amount))
+        .join(oldest, and_(oldest.c.company_id == LedgerEntry.company_id,
+                           oldest.c.customer_id == LedgerEntry.customer_id,
+                           LedgerEntry.created_at > oldest.c.since))
+        .where(LedgerEntry.type == "EXPIRY")
+        .group_by(LedgerEntry.customer_id, LedgerEntry.created_at)
+        .order_by(LedgerEntry.customer_id, LedgerEntry.created_at)).all()
+    differences = []
+    for customer, moment, expired in expiries:
+        most = _most_expirable(session, company_id, customer, moment)
+        if -expired > most:
+            differences.append(Difference(company_id, customer,
+                                          f"expired at {moment.isoformat()} beyond the holds",
+                                          int(-expired), most))
+    return differences
+
+
+def _most_expirable(session: Session, company_id: str, customer_id: str, moment: datetime) -> int:
+    """The most an expiry at `moment` could have taken, from the bounds the stored rows give."""
+    of_account = (LedgerEntry.company_id == company_id, LedgerEntry.customer_id == customer_id)
+    # Entries in force just before it: those written earlier, and the credits of its own
+    # moment (its transaction's, written after it, or another's): too much is only looser.
+    active = session.scalar(select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
+        *of_account, LedgerEntry.status == "ACTIVE", LedgerEntry.available_at <= moment,
+        or_(LedgerEntry.created_at < moment,
+            and_(LedgerEntry.created_at == moment, LedgerEntry.amount > 0))))
+    not_due = session.scalar(select(func.coalesce(func.sum(RewardLot.remaining), 0)).where(
+        RewardLot.company_id == company_id, RewardLot.customer_id == customer_id,
+        RewardLot.created_at <= moment,
+        or_(RewardLot.expires_at.is_(None), RewardLot.expires_at > moment)))
+    held = session.scalar(select(func.coalesce(func.sum(Hold.amount), 0)).where(
+        Hold.company_id == company_id, Hold.customer_id == customer_id,
+        Hold.state == "ACTIVE", Hold.created_at < moment))
+    due = max(0, max(0, int(active)) - int(not_due))
+    bound = lots.Lot("due", None, due, due, moment, None, moment)
+    return sum(part for _, part in lots.expire([bound], max(0, int(active)) - int(held),
+                                               int(held), moment))
 
 
 def verify_spend(session: Session, now: datetime, company_id: str | None = None) -> list[Difference]:
