@@ -99,3 +99,25 @@ def test_ready_answers_when_the_database_does(client):
     response = client.get("/ready")
     assert response.status_code == 200
     assert all(isinstance(v, str) for v in response.get_json().values())
+
+
+def test_no_redirect_is_built_from_the_host_header(settings, tenant):
+    """Werkzeug would answer these with a 308 to http://evil.example/… (slashes merged, a
+    trailing slash added): every one is a 404 and no answer has a Location."""
+    app = create_app(settings)
+
+    @app.get("/folder/")
+    def folder():
+        return "a rule that ends with a slash"
+
+    client = app.test_client()
+    evil = {"Host": "evil.example"}
+    for path in ("/cards//a-card-token", "/static//app.css", "//health", "/folder"):
+        response = client.get(path, headers=evil)
+        assert (response.status_code, response.get_json()) == (404, {"detail": "not found",
+                                                                       "code": "not_found"}), path
+        assert "Location" not in response.headers
+    for path in ("/v1//company", "/v1/sales/by-external-receipt//receipt-1"):
+        response = client.get(path, headers={**evil, **tenant.headers()})
+        assert response.status_code == 404 and "Location" not in response.headers, path
+    assert client.get("/folder/", headers=evil).status_code == 200
