@@ -1,6 +1,7 @@
 """The Procfile's `web` line as deployed (gunicorn with app.serving): no log line carries a card
 token or a gift-card code (they travel in the URL path), a chunked body over the limit is a
-413, gunicorn leaves no control socket under the home directory, and every line is JSON."""
+413 and one with broken framing a 400, gunicorn leaves no control socket under the home
+directory, and every line is JSON."""
 from __future__ import annotations
 
 import http.client
@@ -8,6 +9,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -68,6 +70,17 @@ def _get(url: str, headers: dict | None = None, method: str = "GET") -> int:
         return error.code
 
 
+def _raw(base: str, data: bytes) -> bytes:
+    """What the server answers to `data` sent as is, up to its closing the connection."""
+    host, _, port = base.removeprefix("http://").partition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(data)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
 def test_no_log_line_carries_a_card_token_or_a_gift_card_code(app, client, tenant, web):
     base, log, _ = web
     issued = app.test_cli_runner().invoke(
@@ -106,6 +119,23 @@ def test_a_chunked_body_over_the_limit_is_413(tenant, web):
     assert response.status == 413, response.read()[:300]
     assert b'"payload_too_large"' in response.read()
     connection.close()
+
+
+@pytest.mark.parametrize("framing", [b"zz\r\n{}\r\n0\r\n\r\n", b"2\r\n{}XX0\r\n\r\n"],
+                         ids=["chunk size not hex", "chunk without its CRLF"])
+def test_a_chunked_body_with_broken_framing_is_400(tenant, web, framing):
+    base, log, _ = web
+    head = (f"POST /v1/customers HTTP/1.1\r\nHost: shop.example\r\n"
+            f"Authorization: Bearer {tenant.key}\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\nX-Request-Id: broken-framing\r\n\r\n").encode()
+    answer = _raw(base, head + framing)
+    status, _, body = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 400 "), answer
+    assert json.loads(body) == {"detail": "the request body cannot be read: its chunked framing "
+                                          "is broken", "code": "bad_request"}
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["status"] for line in lines if line.get("requestId") == "broken-framing"] == [400]
+    assert not [line for line in lines if line["level"] == "ERROR" or "exception" in line]
 
 
 def test_gunicorn_makes_no_control_socket_under_home(web):
