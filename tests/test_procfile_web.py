@@ -107,6 +107,36 @@ def test_no_log_line_carries_a_card_token_or_a_gift_card_code(app, client, tenan
     assert token not in written
 
 
+def test_a_malformed_request_line_is_told_by_its_method_alone(app, client, tenant, web):
+    """gunicorn refuses these before the app sees them; its warning and its HTML answer would
+    quote the line (or the header) it could not parse."""
+    base, log, _ = web
+    issued = app.test_cli_runner().invoke(
+        args=["gift-cards", "issue", tenant.company_id, "--amount", "500.00"])
+    code = issued.output.splitlines()[-1]
+    enrolled = client.post("/v1/customers", json={"phone": "+79123456780", "firstName": "Ivan"},
+                           headers=tenant.headers())
+    token = enrolled.get_json()["cardUrl"].rsplit("/", 1)[1]
+    secrets = (token, code, tenant.key)
+    heads = [f"GET /cards/{token}\x7f HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+             f"GET /v1/gift-cards/{code}\x7f HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+             f"GET /v1/company?k={tenant.key}\x00 HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+             f"GET /cards/{token[:8]} {token[8:]} HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+             f"GET /v1/company HTTP/1.1\r\nAuthorization Bearer {tenant.key}\r\n\r\n"]
+    for head in heads:
+        answer = _raw(base, head.encode("latin-1"))
+        assert answer.startswith(b"HTTP/1.1 400 "), answer
+        assert not [secret for secret in secrets if secret[8:].encode() in answer], answer
+
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    warnings = [line["message"] for line in lines if line["logger"] == "gunicorn.error"
+                and line["level"] == "WARNING"]
+    assert len(warnings) == len(heads)
+    assert warnings[0] == "Invalid request from ip=127.0.0.1: InvalidRequestLine (method GET)"
+    written = log.read_text()
+    assert not [secret for secret in secrets if secret[8:] in written]
+
+
 def test_a_chunked_body_over_the_limit_is_413(tenant, web):
     base, _, _ = web
     connection = http.client.HTTPConnection(base.removeprefix("http://"), timeout=120)
