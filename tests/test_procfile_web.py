@@ -1,7 +1,7 @@
 """The Procfile's `web` line as deployed (gunicorn with app.serving): no log line carries a card
 token or a gift-card code (they travel in the URL path), a chunked body over the limit is a
-413 and one with broken framing a 400, gunicorn leaves no control socket under the home
-directory, and every line is JSON."""
+413 and one with broken framing a 400, a doubled slash is a 404 (never a redirect to the Host
+header), gunicorn leaves no control socket under the home directory, and every line is JSON."""
 from __future__ import annotations
 
 import http.client
@@ -135,6 +135,20 @@ def test_a_malformed_request_line_is_told_by_its_method_alone(app, client, tenan
     assert warnings[0] == "Invalid request from ip=127.0.0.1: InvalidRequestLine (method GET)"
     written = log.read_text()
     assert not [secret for secret in secrets if secret[8:] in written]
+
+
+def test_a_doubled_slash_is_404_never_a_redirect_to_the_host_header(client, tenant, web):
+    base, _, _ = web
+    enrolled = client.post("/v1/customers", json={"phone": "+79123456782", "firstName": "Ivan"},
+                           headers=tenant.headers())
+    token = enrolled.get_json()["cardUrl"].rsplit("/", 1)[1]
+    for path, headers in ((f"/cards//{token}", ""), ("/static//app.css", ""),
+                          ("/v1//company", f"Authorization: Bearer {tenant.key}\r\n")):
+        answer = _raw(base, (f"GET {path} HTTP/1.1\r\nHost: evil.example\r\n{headers}"
+                             "Connection: close\r\n\r\n").encode())
+        head = answer.partition(b"\r\n\r\n")[0].lower()
+        assert head.startswith(b"http/1.1 404 "), answer
+        assert b"\r\nlocation:" not in head and b"evil.example" not in answer
 
 
 def test_a_chunked_body_over_the_limit_is_413(tenant, web):
