@@ -48,9 +48,11 @@ demo: migrate
 	@echo "Demo API key (shown once):"
 	@$(BIN)/flask demo | tail -n 1
 
+# Served as the Procfile's web line serves (app/serving.py: JSON log lines, no control socket),
+# on this machine's loopback only.
 run: demo
 	@echo "Serving on http://127.0.0.1:$(PORT)"
-	$(BIN)/gunicorn wsgi:app --bind 127.0.0.1:$(PORT) --workers 2
+	@PORT=$(PORT) $(BIN)/gunicorn --config python:app.serving --bind 127.0.0.1:$(PORT) wsgi:app
 
 worker: install-serve
 	$(BIN)/python -m worker

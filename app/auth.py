@@ -6,6 +6,7 @@ from __future__ import annotations
 from flask import current_app, g, request
 
 from app.api.base import current_operation
+from app.bodies import raw_body, read_framed
 from app.db import request_session, utcnow
 from app.services.errors import DomainError, Forbidden, InvalidField
 from app.services.tenancy import credentials
@@ -66,7 +67,7 @@ def _chunked_body_exceeds(limit: int) -> bool:
     byte more on the wire means it was too large."""
     if not request.headers.get("Transfer-Encoding"):
         return False
-    return len(request.get_data(cache=True)) >= limit and bool(request.environ["wsgi.input"].read(1))
+    return len(raw_body()) >= limit and bool(read_framed(lambda: request.environ["wsgi.input"].read(1)))
 
 
 def _may_name_terminal(pos_key: str | None) -> bool:

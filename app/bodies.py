@@ -1,24 +1,46 @@
 """A request's JSON body, read and decoded once for every operation (the idempotency
 fingerprint and the schema see the same value). Whatever the server cannot decode or
-represent is a 422 on the body (CONTRACT §2), never a 500 further on."""
+represent is a 422 on the body (CONTRACT §2), never a 500 further on; a body that cannot even
+be read as HTTP (broken chunked framing) is a 400."""
 from __future__ import annotations
 
 import json
 import re
 
 from flask import g, request
+from gunicorn.http.errors import ParseException
 
-from app.services.errors import InvalidField
+from app.services.errors import DomainError, InvalidField
 
 MAX_DEPTH = 100
 # A lone surrogate can only arrive as a \u escape: the UTF-8 decoding refuses encoded ones.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
+# What reading a body raises when its framing is broken: gunicorn's parse errors (a chunk size
+# that is not hex, a chunk without its CRLF), and OSError from other servers' decoders and from
+# a client that stops sending halfway.
+UNREADABLE = (ParseException, OSError)
+
+
+def raw_body() -> bytes:
+    """The current request's body as sent, read once."""
+    return read_framed(lambda: request.get_data(cache=True))
+
+
+def read_framed(read):
+    """`read()` of the request's body, its framing errors a 400 `bad_request` (CONTRACT §2)."""
+    try:
+        return read()
+    except UNREADABLE:
+        raise DomainError("the request body cannot be read: its chunked framing is broken",
+                          code="bad_request", status=400) from None
+
+
 def json_body():
     """The decoded body of the current request; None when it has none."""
     if "json_body" not in g:
-        g.json_body = decode(request.get_data(cache=True))
+        g.json_body = decode(raw_body())
     return g.json_body
 
 

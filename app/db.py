@@ -67,8 +67,11 @@ def add_unicode_lower(dbapi_connection) -> None:
 
 
 def make_engine(url: str) -> Engine:
+    # A failing statement's parameters (phones, names, idempotency keys) never reach a log:
+    # SQLAlchemy's error text shows the statement alone (CONTRACT §12).
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(url, hide_parameters=True,
+                               connect_args={"timeout": 30, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
         def _sqlite_connect(dbapi_connection, _record):
@@ -91,7 +94,8 @@ def make_engine(url: str) -> Engine:
     # The connections speak UTC: rows the unit of work reads straight from the driver carry
     # UTC times, as the ORM's UtcDateTime gives them.
     engine = create_engine(normalise_database_url(url), pool_size=5, max_overflow=10,
-                           pool_recycle=1800, connect_args={"options": "-c timezone=UTC"})
+                           pool_recycle=1800, hide_parameters=True,
+                           connect_args={"options": "-c timezone=UTC"})
     event.listen(engine, "checkout", _discard_if_closed_by_server)
     return engine
 

@@ -18,7 +18,7 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from app.bodies import json_body
+from app.bodies import json_body, raw_body
 from app.db import request_session, utcnow
 from app.models import IdempotencyRecord
 from app.services.errors import Conflict, InvalidField
@@ -61,7 +61,7 @@ def _key(low: int, high: int, required: bool = True) -> str | None:
 
 def fingerprint() -> str:
     """Method, route, path parameters and the body as canonical JSON."""
-    body = json_body() if request.is_json else request.get_data(cache=True).decode("utf-8", "replace")
+    body = json_body() if request.is_json else raw_body().decode("utf-8", "replace")
     canonical = json.dumps([request.method, request.url_rule.rule, request.view_args or {}, body],
                            sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -8,6 +8,8 @@ import time
 import uuid
 
 from flask import Flask, Response, current_app, g, request
+from werkzeug.exceptions import NotFound as NoRoute
+from werkzeug.routing import RequestRedirect
 
 from app.auth import authenticate_request
 from app.delivery_queue import hand_over_events
@@ -22,8 +24,17 @@ def _begin() -> None:
     g.started = time.perf_counter()
     given = request.headers.get("X-Request-Id", "")
     g.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    _refuse_redirects()
     authenticate_request()
     _refuse_nul()
+
+
+def _refuse_redirects() -> None:
+    """Werkzeug's routing redirects to the URL it prefers (a rule's trailing slash, its
+    defaults) on the request's Host header, which the caller chose: no response is built from
+    it (CONTRACT §12), so a path that only a redirect would serve is a 404."""
+    if isinstance(request.routing_exception, RequestRedirect):
+        request.routing_exception = NoRoute()  # answered as any unmatched path is
 
 
 def _refuse_nul() -> None:

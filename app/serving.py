@@ -10,7 +10,8 @@ from pathlib import Path
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # The platform's convention: WEB_CONCURRENCY sizes the web process; 4 sync workers otherwise.
 workers = int(os.environ.get("WEB_CONCURRENCY") or 4)
-worker_class = "sync"
+# gunicorn's sync worker, telling of a request it cannot parse without quoting it (CONTRACT §12).
+worker_class = "app.serving_worker.RedactingSyncWorker"
 # SIGTERM: requests in flight finish within this many seconds (CONTRACT §16).
 graceful_timeout = 30
 # gunicorn's control socket lives under the home directory, shared by every gunicorn on the

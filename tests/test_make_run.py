@@ -1,8 +1,10 @@
 """`make run` from a fresh clone: it installs what serving needs (not the test extras),
 migrates, prints a demo key and serves /v1/company to that key over the embedded SQLite
-default."""
+default, with the Procfile's settings (app/serving.py): JSON log lines only, no control socket
+under the home directory, and on 127.0.0.1 alone."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -26,9 +28,12 @@ KEY = re.compile(r"^lk_live_[A-Za-z0-9_-]{49}$")
 def test_make_run_from_a_fresh_clone_serves_the_printed_key(tmp_path):
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-    port = free_port()
+    port, home = free_port(), tmp_path / "home"
+    home.mkdir()
     env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "VIRTUAL_ENV", "FLASK_APP")}
+           if k not in ("DATABASE_URL", "REDIS_URL", "VIRTUAL_ENV", "FLASK_APP", "XDG_RUNTIME_DIR",
+                        "WEB_CONCURRENCY")}
+    env["HOME"] = str(home)
     server = subprocess.Popen(["make", "run", f"PORT={port}"], cwd=clone, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -60,6 +65,7 @@ def test_make_run_from_a_fresh_clone_serves_the_printed_key(tmp_path):
         probe = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-c", "import pytest"],
                                capture_output=True)
         assert probe.returncode != 0
+        assert not (home / ".gunicorn").exists()  # gunicorn's control socket stays off
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -67,3 +73,14 @@ def test_make_run_from_a_fresh_clone_serves_the_printed_key(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         shutil.rmtree(clone / ".venv", ignore_errors=True)
+
+    # Everything the server wrote is a JSON line, as under the Procfile (make's own word on
+    # being stopped, "make: *** [Makefile:…: run] Terminated", is not the server's).
+    written = "".join(output + [server.stdout.read()])
+    served = [line for line in written.partition(f"Serving on http://127.0.0.1:{port}\n")[2]
+              .splitlines() if not line.startswith("make: ")]
+    assert served and not [line for line in served if not line.startswith("{")], served
+    lines = [json.loads(line) for line in served]
+    messages = [line["message"] for line in lines if line["logger"] == "gunicorn.error"]
+    assert any(message.startswith(f"Listening at: http://127.0.0.1:{port} ") for message in messages)
+    assert any(line["logger"] == "app.requests" and line["route"] == "/v1/company" for line in lines)

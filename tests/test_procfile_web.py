@@ -1,6 +1,7 @@
 """The Procfile's `web` line as deployed (gunicorn with app.serving): no log line carries a card
 token or a gift-card code (they travel in the URL path), a chunked body over the limit is a
-413, gunicorn leaves no control socket under the home directory, and every line is JSON."""
+413 and one with broken framing a 400, a doubled slash is a 404 (never a redirect to the Host
+header), gunicorn leaves no control socket under the home directory, and every line is JSON."""
 from __future__ import annotations
 
 import http.client
@@ -8,6 +9,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -68,6 +70,17 @@ def _get(url: str, headers: dict | None = None, method: str = "GET") -> int:
         return error.code
 
 
+def _raw(base: str, data: bytes) -> bytes:
+    """What the server answers to `data` sent as is, up to its closing the connection."""
+    host, _, port = base.removeprefix("http://").partition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(data)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
 def test_no_log_line_carries_a_card_token_or_a_gift_card_code(app, client, tenant, web):
     base, log, _ = web
     issued = app.test_cli_runner().invoke(
@@ -94,6 +107,50 @@ def test_no_log_line_carries_a_card_token_or_a_gift_card_code(app, client, tenan
     assert token not in written
 
 
+def test_a_malformed_request_line_is_told_by_its_method_alone(app, client, tenant, web):
+    """gunicorn refuses these before the app sees them; its warning and its HTML answer would
+    quote the line (or the header) it could not parse."""
+    base, log, _ = web
+    issued = app.test_cli_runner().invoke(
+        args=["gift-cards", "issue", tenant.company_id, "--amount", "500.00"])
+    code = issued.output.splitlines()[-1]
+    enrolled = client.post("/v1/customers", json={"phone": "+79123456780", "firstName": "Ivan"},
+                           headers=tenant.headers())
+    token = enrolled.get_json()["cardUrl"].rsplit("/", 1)[1]
+    secrets = (token, code, tenant.key)
+    heads = [f"GET /cards/{token}\x7f HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+             f"GET /v1/gift-cards/{code}\x7f HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+             f"GET /v1/company?k={tenant.key}\x00 HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+             f"GET /cards/{token[:8]} {token[8:]} HTTP/1.1\r\nHost: shop.example\r\n\r\n",
+             f"GET /v1/company HTTP/1.1\r\nAuthorization Bearer {tenant.key}\r\n\r\n"]
+    for head in heads:
+        answer = _raw(base, head.encode("latin-1"))
+        assert answer.startswith(b"HTTP/1.1 400 "), answer
+        assert not [secret for secret in secrets if secret[8:].encode() in answer], answer
+
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    warnings = [line["message"] for line in lines if line["logger"] == "gunicorn.error"
+                and line["level"] == "WARNING"]
+    assert len(warnings) == len(heads)
+    assert warnings[0] == "Invalid request from ip=127.0.0.1: InvalidRequestLine (method GET)"
+    written = log.read_text()
+    assert not [secret for secret in secrets if secret[8:] in written]
+
+
+def test_a_doubled_slash_is_404_never_a_redirect_to_the_host_header(client, tenant, web):
+    base, _, _ = web
+    enrolled = client.post("/v1/customers", json={"phone": "+79123456782", "firstName": "Ivan"},
+                           headers=tenant.headers())
+    token = enrolled.get_json()["cardUrl"].rsplit("/", 1)[1]
+    for path, headers in ((f"/cards//{token}", ""), ("/static//app.css", ""),
+                          ("/v1//company", f"Authorization: Bearer {tenant.key}\r\n")):
+        answer = _raw(base, (f"GET {path} HTTP/1.1\r\nHost: evil.example\r\n{headers}"
+                             "Connection: close\r\n\r\n").encode())
+        head = answer.partition(b"\r\n\r\n")[0].lower()
+        assert head.startswith(b"http/1.1 404 "), answer
+        assert b"\r\nlocation:" not in head and b"evil.example" not in answer
+
+
 def test_a_chunked_body_over_the_limit_is_413(tenant, web):
     base, _, _ = web
     connection = http.client.HTTPConnection(base.removeprefix("http://"), timeout=120)
@@ -106,6 +163,23 @@ def test_a_chunked_body_over_the_limit_is_413(tenant, web):
     assert response.status == 413, response.read()[:300]
     assert b'"payload_too_large"' in response.read()
     connection.close()
+
+
+@pytest.mark.parametrize("framing", [b"zz\r\n{}\r\n0\r\n\r\n", b"2\r\n{}XX0\r\n\r\n"],
+                         ids=["chunk size not hex", "chunk without its CRLF"])
+def test_a_chunked_body_with_broken_framing_is_400(tenant, web, framing):
+    base, log, _ = web
+    head = (f"POST /v1/customers HTTP/1.1\r\nHost: shop.example\r\n"
+            f"Authorization: Bearer {tenant.key}\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\nX-Request-Id: broken-framing\r\n\r\n").encode()
+    answer = _raw(base, head + framing)
+    status, _, body = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 400 "), answer
+    assert json.loads(body) == {"detail": "the request body cannot be read: its chunked framing "
+                                          "is broken", "code": "bad_request"}
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["status"] for line in lines if line.get("requestId") == "broken-framing"] == [400]
+    assert not [line for line in lines if line["level"] == "ERROR" or "exception" in line]
 
 
 def test_gunicorn_makes_no_control_socket_under_home(web):

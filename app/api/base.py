@@ -23,7 +23,7 @@ from flask import Flask, Response, request
 from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
-from app.bodies import json_body
+from app.bodies import json_body, raw_body
 from app.services.errors import InvalidField
 
 
@@ -146,7 +146,7 @@ class Blueprint(flask_smorest.Blueprint):
             @wraps(parsed)
             def wrapper(*args, **kwargs):
                 # An absent body is one clear error, not a list of every missing field.
-                if not request.get_data(cache=True):
+                if not raw_body():
                     raise InvalidField(["body"], "a JSON body is required", "missing")
                 return parsed(*args, **kwargs)
 

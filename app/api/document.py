@@ -2,7 +2,7 @@
 security, headers, and every error an operation can answer with its `code` values.
 
 Codes an operation can meet because of what it is come from here, once (a key → 401/403,
-a path id → 404, a body → 413/415, an Idempotency-Key → 409, the database → 503); codes of
+a path id → 404, a body → 400/413/415, an Idempotency-Key → 409, the database → 503); codes of
 its own rules are declared with it (`@blp.operation(errors=…)`). Statuses and meanings come
 from `app.api.error_codes`."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ _RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 # A key's request is also counted against its rate (app.rate_limit).
 AUTHENTICATED = ("missing_api_key", "invalid_api_key", "insufficient_scope", "terminal_inactive",
                  "rate_limited")
-WITH_BODY = ("payload_too_large", "unsupported_media_type")
+WITH_BODY = ("bad_request", "payload_too_large", "unsupported_media_type")
 # An error body with more than {detail, code}, by the code that brings it, and its example.
 ERROR_BODIES = {"customer_exists": CustomerExistsError}
 ERROR_EXTRAS = {"customer_exists": {"customerId": "6f1c2b9e-3d4a-4f5b-8c7d-9e0f1a2b3c4d"}}

@@ -3,6 +3,7 @@ the interface document, the operations' declarations and the tests all read."""
 from __future__ import annotations
 
 ERROR_CODES: dict[str, tuple[int, str]] = {
+    "bad_request": (400, "a body that cannot be read as HTTP (broken chunked framing)"),
     "missing_api_key": (401, "no Authorization header"),
     "invalid_api_key": (401, "not a Bearer key, or a malformed, unknown, revoked or expired one"),
     "insufficient_scope": (403, "the key lacks the operation's scope (or a scope it hands on)"),

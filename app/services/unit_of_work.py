@@ -211,6 +211,7 @@ class UnitOfWork:
             disconnected = connection.dialect.is_disconnect(error, dbapi_connection, cursor)
             wrapped = exc.DBAPIError.instance(sql, values, error,
                                               connection.dialect.loaded_dbapi.Error,
+                                              hide_parameters=connection.engine.hide_parameters,
                                               connection_invalidated=disconnected)
             if disconnected:
                 connection.invalidate(wrapped)

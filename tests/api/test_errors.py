@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import pytest
+from sqlalchemy import text
 
 from app import create_app
+from tests.api.locations_helpers import store_body
 
 
 def test_unknown_path_and_method_are_json(client, tenant):
@@ -85,6 +88,55 @@ def test_unexpected_error_is_500_without_a_trace(settings, caplog):
     assert any("secret internals" in (r.exc_text or str(r.exc_info)) for r in caplog.records if r.exc_info)
 
 
+@pytest.fixture
+def refused_inserts(app):
+    """A trigger refusing every new row of a table: a statement that fails in the database, as
+    one of ours with a fault would. Yields a function that sets it on a table."""
+    engine, tables = app.extensions["engine"], []
+    postgres = engine.dialect.name == "postgresql"
+
+    def refuse(table: str) -> None:
+        with engine.begin() as connection:
+            if postgres:
+                connection.execute(text(
+                    "CREATE OR REPLACE FUNCTION refuse_row() RETURNS trigger LANGUAGE plpgsql AS "
+                    "$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$"))
+                connection.execute(text(f"CREATE TRIGGER refuse_{table} BEFORE INSERT ON {table} "
+                                        "FOR EACH ROW EXECUTE FUNCTION refuse_row()"))
+            else:
+                connection.execute(text(f"CREATE TRIGGER refuse_{table} BEFORE INSERT ON {table} "
+                                        "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"))
+        tables.append(table)
+
+    yield refuse
+    with engine.begin() as connection:
+        for table in tables:
+            connection.execute(text(f"DROP TRIGGER refuse_{table}" + (f" ON {table}" if postgres else "")))
+
+
+def _logged_failures(caplog) -> str:
+    return "\n".join(logging.Formatter().formatException(record.exc_info)
+                     for record in caplog.records if record.exc_info)
+
+
+@pytest.mark.parametrize("table", ["stores", "reward_accounts"],
+                         ids=["through the ORM", "through the unit of work"])
+def test_a_failing_statement_is_logged_without_its_parameters(client, tenant, refused_inserts,
+                                                              caplog, table):
+    refused_inserts(table)
+    if table == "stores":
+        response = client.post("/v1/stores", headers=tenant.headers(),
+                               json=store_body(name="Kiosk Sekret-4417"))
+    else:
+        response = client.post("/v1/customers", headers=tenant.headers(),
+                               json={"phone": "+79123456781", "firstName": "Ivan"})
+    assert response.status_code == 500
+    logged = _logged_failures(caplog)
+    assert "refused by the test" in logged  # the statement's failure was logged
+    assert "SQL parameters hidden" in logged and "[parameters:" not in logged
+    assert "Sekret-4417" not in logged and tenant.company_id not in logged
+
+
 def test_health_needs_no_database_and_ready_checks_it(settings, tmp_path):
     broken = create_app(dataclasses.replace(
         settings, database_url=f"sqlite:///{tmp_path}/missing-dir/none.db"))
@@ -99,3 +151,25 @@ def test_ready_answers_when_the_database_does(client):
     response = client.get("/ready")
     assert response.status_code == 200
     assert all(isinstance(v, str) for v in response.get_json().values())
+
+
+def test_no_redirect_is_built_from_the_host_header(settings, tenant):
+    """Werkzeug would answer these with a 308 to http://evil.example/… (slashes merged, a
+    trailing slash added): every one is a 404 and no answer has a Location."""
+    app = create_app(settings)
+
+    @app.get("/folder/")
+    def folder():
+        return "a rule that ends with a slash"
+
+    client = app.test_client()
+    evil = {"Host": "evil.example"}
+    for path in ("/cards//a-card-token", "/static//app.css", "//health", "/folder"):
+        response = client.get(path, headers=evil)
+        assert (response.status_code, response.get_json()) == (404, {"detail": "not found",
+                                                                       "code": "not_found"}), path
+        assert "Location" not in response.headers
+    for path in ("/v1//company", "/v1/sales/by-external-receipt//receipt-1"):
+        response = client.get(path, headers={**evil, **tenant.headers()})
+        assert response.status_code == 404 and "Location" not in response.headers, path
+    assert client.get("/folder/", headers=evil).status_code == 200

@@ -1,0 +1,51 @@
+"""gunicorn's sync worker, except that what it says about a request it cannot parse names the
+error and the request's method, never the rest of the line or a header (app.serving).
+
+gunicorn's own warning ("Invalid request from ip=…: Invalid HTTP request line: 'GET
+/cards/<token>\\x7f HTTP/1.1'") and the HTML 400 it answers with quote what they could not
+parse: a card token, a gift-card code, an API key in a query or an Authorization header
+(CONTRACT §12). Every parse error is told by its name instead, whatever it carries, so an error
+gunicorn adds later is covered too."""
+from __future__ import annotations
+
+import re
+
+from gunicorn.http.errors import ParseException
+from gunicorn.http.message import Request
+from gunicorn.workers.sync import SyncWorker
+
+# A method as registers and browsers send them; anything else read as one is not shown either.
+_PLAIN_METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
+
+
+class RedactingSyncWorker(SyncWorker):
+    def handle_error(self, req, client, addr, exc):
+        if isinstance(exc, ParseException):
+            exc = _told_by_name(exc)
+        elif getattr(req, "uri", None):
+            # "Error handling request GET /cards/<token>": the path may carry a credential.
+            req.uri = "(path not shown)"
+        super().handle_error(req, client, addr, exc)
+
+
+def _told_by_name(error: ParseException) -> ParseException:
+    """The same error (gunicorn picks the status by its class), saying only its name and the
+    method of the request it broke off."""
+    method = _method_read(error)
+    text = f"{type(error).__name__} (method {method})" if method else type(error).__name__
+    told = type(type(error).__name__, (type(error),), {"__str__": lambda self: text})
+    copy = told.__new__(told)
+    copy.__dict__.update(error.__dict__)
+    return copy
+
+
+def _method_read(error: BaseException) -> str | None:
+    """The method gunicorn's parser had read from the request line when it failed (the request
+    it was building is on the failing stack), if it looks like one."""
+    trace, method = error.__traceback__, None
+    while trace is not None:
+        parsing = trace.tb_frame.f_locals.get("self")
+        if isinstance(parsing, Request) and isinstance(parsing.method, str):
+            method = parsing.method
+        trace = trace.tb_next
+    return method if method and _PLAIN_METHOD.fullmatch(method) else None
