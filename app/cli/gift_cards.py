@@ -11,6 +11,7 @@ from app.cli.tenants import _instant
 from app.db import utcnow
 from app.services import wire
 from app.services.cards import gift_cards
+from app.services.rewards.bounds import BALANCE_BOUND
 
 gift_cards_cli = AppGroup("gift-cards", help="Gift cards.")
 PROGRESS_EVERY = 1000
@@ -30,6 +31,8 @@ def gift_cards_issue(company_id, amount, expires_at, count):
         refuse(f"--amount: {exc}")
     if kopecks <= 0:
         refuse("--amount must be greater than zero")
+    if kopecks > BALANCE_BOUND:  # a card's balance is bounded as an account's is (§6)
+        refuse(f"--amount must be at most {wire.format_amount(BALANCE_BOUND)}")
     expiry = _instant(expires_at)
     now = utcnow()
     if expiry is not None and expiry <= now:
