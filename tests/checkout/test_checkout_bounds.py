@@ -7,8 +7,9 @@ from datetime import date
 
 from sqlalchemy import update
 
-from app.models import RewardAccount
-from app.services.rewards.bounds import BALANCE_BOUND
+from app.models import RewardAccount, Sale
+from app.services.rewards import tiers
+from app.services.rewards.bounds import BALANCE_BOUND, SPEND_CEILING
 from app.services.wire import format_amount, parse_amount
 from tests.checkout.conftest import line
 
@@ -135,3 +136,25 @@ def test_a_birthday_bonus_at_the_bound_is_cut(register, shop):
     assert response.status_code == 200, response.get_json()
     assert response.get_json()["available"] == BOUND
     assert [event["amount"] for event in shop.events("reward.adjusted")][-1] == "0.01"
+
+
+def test_a_tier_spend_past_64_bits_is_counted_up_to_its_ceiling(register, shop):
+    """Each sale is bounded, their number is not: a recount over sales whose spends sum past
+    64 bits (as thousands of receipts at the bound would) answers, at the ceiling."""
+    shop.program(tiers=tiers.stored([tiers.Tier("Base", 0, 500), tiers.Tier("Gold", 100, 700)]))
+    customer = shop.customer()
+    sales = [_sale(register, customer, [line("1", "10.00")]) for _ in range(2)]
+    shop.arrange(lambda s: s.execute(update(Sale).where(
+        Sale.id.in_([sale["id"] for sale in sales])).values(spend=6 * 10 ** 18)))
+    # A new window recounts the spend on the next touch.
+    response = register.client.patch("/v1/program", json={"tierWindowDays": 30},
+                                     headers=shop.tenant.headers())
+    assert response.status_code == 200, response.get_json()
+    standing = register.client.get(f"/v1/customers/{customer}/reward-account",
+                                   headers=shop.tenant.headers())
+    assert standing.status_code == 200, standing.get_json()
+    assert standing.get_json()["tier"]["spend"] == format_amount(SPEND_CEILING)
+    # At the ceiling a return cannot subtract: it recounts.
+    register.return_lines(sales[0]["id"], [("1", "1")])
+    again = register.checkout(customer, [line("1", "10.00")])
+    assert again["quote"]["lines"][0]["accrualPercent"] == "7.00"
