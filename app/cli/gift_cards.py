@@ -19,7 +19,8 @@ PROGRESS_EVERY = 1000
 
 @gift_cards_cli.command("issue")
 @click.argument("company_id")
-@click.option("--amount", required=True, help='the value of each card, e.g. "1234.56"')
+@click.option("--amount", required=True, help='the value of each card, e.g. "1234.56" '
+              f'(at most {wire.format_amount(BALANCE_BOUND)})')
 @click.option("--expires-at", help="ISO 8601, e.g. 2027-01-31T00:00:00Z (default: never)")
 @click.option("--count", type=click.IntRange(1, gift_cards.MAX_ISSUE_COUNT), default=1,
               show_default=True, help="how many cards (progress goes to stderr)")
