@@ -9,6 +9,8 @@ from app.api.base import ResponseSchema, Schema
 from app.api.enums import Choice
 from app.api.fields import MAX_AMOUNT, Amount, Percent, Quantity, Timestamp, no_nul
 from app.models.checkout import HOLD_STATES, SALE_STATES, SESSION_STATES
+from app.services.rewards.bounds import BALANCE_BOUND
+from app.services.wire import format_amount
 
 MAX_LINES = 1000
 RESTRICTION_REASONS = ("SUBSCRIPTION_INACTIVE", "NO_BALANCE", "NO_REDEEMABLE_LINES",
@@ -61,10 +63,15 @@ class CreateQuoteRequest(Schema):
         "description": "Caps the redemption (default: the most allowed)"})
 
     @ma.validates_schema
-    def _unique_line_ids(self, data, **kwargs):
+    def _a_receipt(self, data, **kwargs):
         line_ids = [line["line_id"] for line in data["lines"]]
         if len(set(line_ids)) != len(line_ids):
             raise ma.ValidationError("lineIds must be unique in a receipt", "lines")
+        # Each line is bounded, but a thousand of them are not: no account holds more
+        # than the bound, and no receipt totals more (CONTRACT §6).
+        if sum(line["amount"] for line in data["lines"]) > BALANCE_BOUND:
+            raise ma.ValidationError(
+                f"the lines total more than {format_amount(BALANCE_BOUND)}", "lines")
 
 
 class CreateHoldRequest(Schema):

@@ -11,6 +11,7 @@ from app.cli.tenants import _instant
 from app.db import utcnow
 from app.services import wire
 from app.services.cards import gift_cards
+from app.services.rewards.bounds import BALANCE_BOUND
 
 gift_cards_cli = AppGroup("gift-cards", help="Gift cards.")
 PROGRESS_EVERY = 1000
@@ -18,7 +19,8 @@ PROGRESS_EVERY = 1000
 
 @gift_cards_cli.command("issue")
 @click.argument("company_id")
-@click.option("--amount", required=True, help='the value of each card, e.g. "1234.56"')
+@click.option("--amount", required=True, help='the value of each card, e.g. "1234.56" '
+              f'(at most {wire.format_amount(BALANCE_BOUND)})')
 @click.option("--expires-at", help="ISO 8601, e.g. 2027-01-31T00:00:00Z (default: never)")
 @click.option("--count", type=click.IntRange(1, gift_cards.MAX_ISSUE_COUNT), default=1,
               show_default=True, help="how many cards (progress goes to stderr)")
@@ -30,6 +32,8 @@ def gift_cards_issue(company_id, amount, expires_at, count):
         refuse(f"--amount: {exc}")
     if kopecks <= 0:
         refuse("--amount must be greater than zero")
+    if kopecks > BALANCE_BOUND:  # a card's balance is bounded as an account's is (§6)
+        refuse(f"--amount must be at most {wire.format_amount(BALANCE_BOUND)}")
     expiry = _instant(expires_at)
     now = utcnow()
     if expiry is not None and expiry <= now:

@@ -286,3 +286,14 @@ def test_concurrent_misses_never_pass_the_limit(settings, tenant, redis):
     finally:
         racing.extensions["engine"].dispose()
     assert sorted(statuses) == [404] * gift_cards.MISS_LIMIT + [429] * (24 - gift_cards.MISS_LIMIT)
+
+
+def test_issue_takes_an_amount_up_to_the_balance_bound(app, tenant, db):
+    runner = app.test_cli_runner()
+    beyond = runner.invoke(args=["gift-cards", "issue", tenant.company_id,
+                                 "--amount", "10000000000000.01"])
+    assert beyond.exit_code == 2 and db.scalars(select(GiftCard)).all() == []
+    at = runner.invoke(args=["gift-cards", "issue", tenant.company_id,
+                             "--amount", "10000000000000.00"])
+    assert at.exit_code == 0, at.output
+    assert [card.balance for card in db.scalars(select(GiftCard))] == [10 ** 15]

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.api.fields import MAX_AMOUNT
 from app.db import utcnow
 from app.services.checkout import holds, quotes, returns, sales, sessions
 from app.services.errors import Conflict
+from app.services.rewards.bounds import BALANCE_BOUND
 from app.services.wire import format_amount, parse_amount
 
 # sku → (redeemable, accruable) in the shop's catalog; "FREE" is not in it (both allowed).
@@ -162,3 +164,53 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
         raise AssertionError("a return beyond the sale was accepted")
     except Conflict as refused:
         assert refused.code == "return_exceeds_sale"
+
+
+# Near the bounds (CONTRACT §6): balances a few kopecks under the bound, lines at their most.
+near_the_bound = st.integers(0, 5_000).map(lambda gap: BALANCE_BOUND - gap) | st.integers(
+    0, BALANCE_BOUND)
+largest_lines = st.lists(
+    st.tuples(st.sampled_from(SKUS),
+              st.integers(MAX_AMOUNT - 5_000, MAX_AMOUNT) | st.integers(0, MAX_AMOUNT),
+              st.integers(1, 5)),
+    min_size=1, max_size=6)
+
+
+def _within_the_bound(shop, customer) -> None:
+    figures = _balance(shop, customer)
+    assert all(abs(value) <= BALANCE_BOUND for value in figures.values()), figures
+    assert sum(figures.values()) <= BALANCE_BOUND, figures
+
+
+@PROPERTY
+@given(drawn=largest_lines, balance=near_the_bound, data=st.data(),
+       policy=st.sampled_from(["UNLIMITED", "WITHIN_BALANCE", "ONLY_PENDING"]),
+       delay=st.sampled_from([0, 7]))
+def test_flows_near_the_bound_stay_within_it(shop_with_catalog, drawn, balance, data, policy,
+                                             delay):
+    shop = shop_with_catalog
+    company = shop.tenant.company_id
+    customer, session, now = _opened(shop, balance=balance, policy=policy, delay=delay,
+                                     store_id=shop.store_id)
+    quote = _run(shop, lambda s: quotes.quote_receipt(
+        s, company, session.id, lines=_lines(drawn), redeem_amount=None, now=now))
+    if quote.discount and data.draw(st.booleans(), "hold"):
+        held = data.draw(st.integers(1, quote.discount) | st.just(quote.discount), "held")
+        _run(shop, lambda s: holds.place_hold(s, company, session.id, quote_id=quote.id,
+                                              amount=held, now=now))
+        _within_the_bound(shop, customer)
+    sale = _run(shop, lambda s: sales.commit_sale(s, company, session.id, quote_id=quote.id,
+                                                  now=now))
+    # The accrual is cut, never raised, and the lines still add up to it.
+    assert 0 <= sale.accrued <= quote.accrual + sum(line.discount for line in quote.lines)
+    assert sale.accrued == sum(line.accrual for line in sale.lines)
+    assert all(line.accrual >= 0 for line in sale.lines)
+    _within_the_bound(shop, customer)
+    assert shop.verify() == []
+    request = [{"line_id": line.line_id, "quantity": line.quantity} for line in sale.lines]
+    returned = _run(shop, lambda s: returns.return_lines(s, company, sale.id, lines=request,
+                                                         now=now))
+    assert 0 <= returned.restored_redemption <= sale.redeemed
+    assert returned.reversed_accrual + returned.forgiven_accrual == sale.accrued
+    _within_the_bound(shop, customer)
+    assert shop.verify() == []

@@ -8,6 +8,7 @@ from app.services.checkout.pricing import (
     PricedLine,
     ReceiptLine,
     clawback,
+    cut_accrual,
     line_redeemable,
     price_commit,
     price_receipt,
@@ -394,3 +395,34 @@ def test_clawback_parts_sum_and_respect_policy(policy, reversed_accrual, pending
             assert parts.from_available == max(available, 0)
     else:
         assert parts.from_available == 0
+
+
+# Near the bounds (CONTRACT §6): lines at a receipt line's most, a thousand of them at most.
+BOUND = 10**15
+largest_lines = st.lists(
+    st.builds(ReceiptLine, line_id=st.uuids().map(str),
+              amount=st.integers(10**13 - 100, 10**13) | st.integers(0, 10**13),
+              accruable_item=st.booleans()),
+    min_size=1, max_size=100)
+
+
+@given(lines=largest_lines, accrual_bp=basis_points,
+       room=st.integers(-5, 5) | st.integers(0, BOUND) | st.integers(BOUND - 100, BOUND))
+def test_a_cut_accrual_stays_within_the_room_and_adds_up(lines, accrual_bp, room):
+    priced = price_commit(lines, max_redeem_bp=3000, accrual_bp=accrual_bp, redeemed=0)
+    cut = cut_accrual(priced, room)
+    assert cut.accrual == min(priced.accrual, max(room, 0))
+    assert sum(accruals(cut)) == cut.accrual
+    for before, after in zip(priced.lines, cut.lines):
+        assert 0 <= after.accrual <= before.accrual
+        assert (after.line_id, after.discount, after.amount) == (
+            before.line_id, before.discount, before.amount)
+
+
+@given(reversed_accrual=st.integers(0, BOUND), available=st.integers(-BOUND, BOUND),
+       debt_room=st.integers(-5, 2 * BOUND))
+def test_an_unlimited_clawback_takes_no_more_than_the_debt_room(reversed_accrual, available,
+                                                                 debt_room):
+    taken = clawback("UNLIMITED", reversed_accrual, 0, available, debt_room=debt_room)
+    assert taken.from_available == min(reversed_accrual, max(debt_room, 0))
+    assert taken.from_available + taken.forgiven == reversed_accrual

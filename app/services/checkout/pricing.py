@@ -5,7 +5,7 @@ leftover kopecks so that the parts add up to the whole exactly: what the
 customer is shown per line is what the ledger moves in total.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 BP_SCALE = 10_000  # basis points in 100 %
@@ -210,6 +210,17 @@ def price_commit(
     )
 
 
+def cut_accrual(priced: PricedReceipt, most: int) -> PricedReceipt:
+    """The receipt with its accrual cut to ``most`` (what the account's bound leaves, §6),
+    spread over the lines in proportion to their accruals, so Σ line accrual stays the
+    total and a return takes back only what was credited."""
+    if priced.accrual <= most:
+        return priced
+    cut = spread(max(most, 0), [line.accrual for line in priced.lines])
+    return replace(priced, accrual=sum(cut), lines=tuple(
+        replace(line, accrual=accrual) for line, accrual in zip(priced.lines, cut)))
+
+
 def return_share(
     value: int, sold_qty: int, returned_before: int, returning: int, already_taken: int
 ) -> int:
@@ -232,12 +243,15 @@ def return_share(
 
 
 def clawback(
-    policy: str, reversed_accrual: int, pending_left: int, available_after_restore: int
+    policy: str, reversed_accrual: int, pending_left: int, available_after_restore: int,
+    debt_room: int | None = None,
 ) -> Clawback:
     """Take back ``reversed_accrual``: pending bonuses first, then as ``policy`` says.
 
     ``available_after_restore`` is the available balance once the same return's
-    redemption has been credited back, so WITHIN_BALANCE may use that too.
+    redemption has been credited back, so WITHIN_BALANCE may use that too. ``debt_room``
+    (unbounded when None) is the most an UNLIMITED clawback may take from the available
+    balance, a debt included; the rest is forgiven.
     """
     if policy not in CLAWBACK_POLICIES:
         raise ValueError(f"unknown clawback policy {policy!r}")
@@ -246,7 +260,8 @@ def clawback(
     from_pending = min(reversed_accrual, pending_left)
     rest = reversed_accrual - from_pending
     if policy == UNLIMITED:
-        from_available = rest  # the balance may go negative: a debt later accruals pay off
+        # The balance may go negative: a debt later accruals pay off.
+        from_available = rest if debt_room is None else min(rest, max(debt_room, 0))
     elif policy == WITHIN_BALANCE:
         from_available = min(rest, max(available_after_restore, 0))
     else:  # ONLY_PENDING

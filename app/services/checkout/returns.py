@@ -24,7 +24,7 @@ from app.services.checkout.resources import ReturnLineResource, ReturnResource
 from app.services.checkout.sales import lines_of_sale
 from app.services.checkout.statements import SALE_LINES, SALES
 from app.services.errors import Conflict, InvalidField, NotFound
-from app.services.rewards import ledger, spend, tiers
+from app.services.rewards import bounds, ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance
@@ -101,6 +101,9 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
     account = ledger.lock(work, company_id, sale.customer_id, now)
     # Before the sale's own new spend is written: the refresh reads the sales as they were.
     spend_before = spend.refresh_for_notice(work, account, now)
+    # Cut at the bound as an accrual is, and the return goes through; the total says what
+    # was given back, the lines their shares (CONTRACT §6).
+    restored = min(restored, bounds.credit_room(account))
     if restored:
         # It expires with the earliest lot the redemption took from: a return never lengthens
         # a point's life (CONTRACT §14).
@@ -111,7 +114,8 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
         # int(): PostgreSQL sums bigint as numeric.
         pending_left = int(work.run(_PENDING_OF_SALE, {
             "company": company_id, "customer_id": sale.customer_id, "sale_id": sale_id}).scalar())
-    taken = pricing.clawback(sale.clawback_policy, reversing, pending_left, account.available)
+    taken = pricing.clawback(sale.clawback_policy, reversing, pending_left, account.available,
+                             debt_room=bounds.debt_room(account.available))
     if taken.from_pending:
         ledger.post(account, type="ACCRUAL_REVERSAL", amount=-taken.from_pending,
                     status="PENDING", available_at=sale.accrual_available_at, **entry)
@@ -157,7 +161,6 @@ def _less_spend(work: UnitOfWork, account, sale, sale_spend: int, spend_before: 
     oldest one on: the window read with the sale may have changed since); a move down is
     noticed here."""
     if account.spend_oldest_at is not None and sale.committed_at >= account.spend_oldest_at:
-        account.spend += sale_spend - sale.spend
-        account.updated_at = now
+        spend.take_back(work, account, sale_spend - sale.spend, now)
     spend.notice_move(work.session, account, tiers.from_stored(sale.tiers), spend_before)
 

@@ -16,7 +16,7 @@ from app.services.checkout.sessions import ATTEMPTS, read_for_redemption
 from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSERT_SALE,
                                               INSERT_SALE_LINES, LINES_OF_SALE, SALE_BY_RECEIPT)
 from app.services.errors import Conflict, NotFound
-from app.services.rewards import ledger, lots, spend, tiers
+from app.services.rewards import bounds, ledger, lots, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 
@@ -73,6 +73,9 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
                     sale_id=sale_id, hold_id=captured.id, from_reserved=True)
         redemption_expires_at = lots.earliest_end(account.last_spent)
     delay = ctx.accrual_delay_days
+    # Cut to what the account's bound leaves, once the capture has made its room: the sale
+    # commits whatever the receipt (CONTRACT §6).
+    priced = pricing.cut_accrual(priced, bounds.credit_room(account, pending=delay > 0))
     accrual_available_at = now + timedelta(days=delay)
     if priced.accrual:
         ledger.post(account, type="ACCRUAL", amount=priced.accrual, now=now,

@@ -10,14 +10,14 @@ from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, Program, RewardAccount, RewardLot
 from app.services.errors import InvalidField, NotFound
-from app.services.rewards import expiry, ledger, lots, spend, tiers
+from app.services.rewards import bounds, expiry, ledger, lots, spend, tiers
 from app.services.rewards.account import Account
 from app.services.rewards.lots import FIRST_OPEN_LOTS, LOT_PAGE, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
-from app.services.wire import Balance
+from app.services.wire import Balance, format_amount
 
-# Balances are kept in a signed 64-bit column.
+# Balances are kept in a signed 64-bit column (and bounded far inside it: bounds.py).
 LARGEST_BALANCE = 2 ** 63 - 1
 # Promotional points live at most this long (CONTRACT §14).
 LONGEST_PROMOTION_YEARS = 10
@@ -126,9 +126,12 @@ def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, 
     promotion_end = _promotion_end(expires_at, amount, now)
     account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
     if amount > 0:
-        if account.available + amount > LARGEST_BALANCE:
-            raise InvalidField(["body", "amount"], "the balance would exceed the largest amount kept",
-                               "value_too_large")
+        # Checked under the lock, against the balance this transaction sees (CONTRACT §6).
+        if amount > bounds.credit_room(account):
+            raise InvalidField(
+                ["body", "amount"], "the balance would pass "
+                f"{format_amount(bounds.BALANCE_BOUND)}, the most an account holds",
+                "value_too_large")
         lifetime = {} if promotion_end is None else {"expires_at": promotion_end}
         entry = ledger.post(account, type="ADJUSTMENT", amount=amount, now=now, basis=basis,
                             **lifetime)

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from app.models import LedgerEntry, Program, RewardAccount
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
-from app.services.rewards import bonuses, expiry, lots
+from app.services.rewards import bonuses, bounds, expiry, lots
 from app.services.rewards.account import LOCK, OPEN, PROGRAM_SETTINGS, Account
 from app.services.rewards.lots import FIRST_OPEN_LOTS, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
@@ -116,6 +116,8 @@ def comes_due(account, now: datetime) -> bool:
 def _credit_birthday(work: UnitOfWork, account: Account, now: datetime) -> None:
     amount, birth = work.run(bonuses.BIRTHDAY_OF, {"company_id": account.company_id,
                                                    "customer_id": account.customer_id}).one()
+    # Cut at the bound, not refused: the periodic job and every touch must go on (§6).
+    amount = min(amount or 0, bounds.credit_room(account))
     if amount:
         credit_bonus(work, account, amount, bonuses.BIRTHDAY, now)
     account.birthday_due_on = bonuses.after_credit(birth, now)

@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.models import Program, RewardAccount, Sale
+from app.services.rewards import bounds
 from app.services.rewards import tiers as tier_rules
 from app.services.rewards.account import Account
 from app.services.unit_of_work import UnitOfWork
@@ -27,10 +28,15 @@ from app.services.webhooks.outbox import record_event
 _SALES = Sale.__table__
 _OF_CUSTOMER = (_SALES.c.company_id == bindparam("company_id"),
                 _SALES.c.customer_id == bindparam("customer_id"))
-_IN_WINDOW = select(func.coalesce(func.sum(_SALES.c.spend), 0), func.min(_SALES.c.committed_at)).where(
+_IN_WINDOW = select(bounds.exact_sum(_SALES.c.spend), func.min(_SALES.c.committed_at)).where(
     *_OF_CUSTOMER, _SALES.c.committed_at > bindparam("since"))
-_ALL_TIME = select(func.coalesce(func.sum(_SALES.c.spend), 0), func.min(_SALES.c.committed_at)).where(
+_ALL_TIME = select(bounds.exact_sum(_SALES.c.spend), func.min(_SALES.c.committed_at)).where(
     *_OF_CUSTOMER)
+
+
+def counted(spend: int) -> int:
+    """The spend as the account keeps it: up to the ceiling (bounds.SPEND_CEILING)."""
+    return min(spend, bounds.SPEND_CEILING)
 
 
 def is_stale(oldest_at: datetime | None, window_days: int | None, now: datetime) -> bool:
@@ -51,15 +57,20 @@ def needs_refresh(account, program, now: datetime) -> bool:
 def refresh(work: UnitOfWork, account: Account, now: datetime) -> None:
     """Recompute the spend over the window in force when the account was locked, if
     `needs_refresh`."""
-    if not needs_refresh(account, account, now):
-        return
+    if needs_refresh(account, account, now):
+        recount(work, account, now)
+
+
+def recount(work: UnitOfWork, account: Account, now: datetime) -> None:
+    """The spend summed again from the sales over the window in force."""
     since = tier_rules.window_start(now, account.tier_window_days)
     key = {"company_id": account.company_id, "customer_id": account.customer_id}
     if since is None:
         total, oldest = work.run(_ALL_TIME, key).one()
     else:
         total, oldest = work.run(_IN_WINDOW, {**key, "since": since}).one()
-    account.spend, account.spend_oldest_at = int(total), oldest  # int(): numeric on PostgreSQL
+    # int(): numeric on PostgreSQL, a float on SQLite past 64 bits (then past the ceiling)
+    account.spend, account.spend_oldest_at = counted(int(total)), oldest
     account.spend_window_version = account.tier_window_version
     account.updated_at = now
 
@@ -81,9 +92,19 @@ def refresh_for_notice(work: UnitOfWork, account: Account, now: datetime) -> int
 
 
 def add_sale(account: Account, spend: int, committed_at: datetime) -> None:
-    account.spend += spend
+    account.spend = counted(account.spend + spend)
     if account.spend_oldest_at is None or committed_at < account.spend_oldest_at:
         account.spend_oldest_at = committed_at
+
+
+def take_back(work: UnitOfWork, account: Account, change: int, now: datetime) -> None:
+    """A return changed a counted sale's spend by `change` (≤ 0); at the ceiling, what the
+    spend is below it is not known without a recount."""
+    if account.spend >= bounds.SPEND_CEILING:
+        recount(work, account, now)
+    else:
+        account.spend += change
+    account.updated_at = now
 
 
 def notice_move(session: Session, account: Account, tiers: tuple[tier_rules.Tier, ...],

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.models import (Company, Hold, LedgerEntry, Program, RewardAccount, RewardLot, Sale,
                         SaleLine)
-from app.services.rewards import lots, tiers
+from app.services.rewards import bounds, lots, tiers
+from app.services.rewards import spend as spend_rules
 
 
 @dataclass(frozen=True)
@@ -83,10 +84,13 @@ def _range(session: Session, company_id: str, after: str | None,
 
 def _differences(session: Session, company_id: str, after: str | None,
                  upto: str | None) -> list[Difference]:
+    def of_status(status):
+        # Credits and debits summed may pass 64 bits on the way (bounds.exact_sum).
+        return bounds.exact_sum(case((LedgerEntry.status == status, LedgerEntry.amount), else_=0))
+
     entries = select(
         LedgerEntry.company_id, LedgerEntry.customer_id,
-        func.sum(case((LedgerEntry.status == "ACTIVE", LedgerEntry.amount), else_=0)).label("active"),
-        func.sum(case((LedgerEntry.status == "PENDING", LedgerEntry.amount), else_=0)).label("pending"),
+        of_status("ACTIVE").label("active"), of_status("PENDING").label("pending"),
     ).group_by(LedgerEntry.company_id, LedgerEntry.customer_id)
     holds = (select(Hold.company_id, Hold.customer_id, func.sum(Hold.amount).label("reserved"))
              .where(Hold.state == "ACTIVE").group_by(Hold.company_id, Hold.customer_id))
@@ -124,7 +128,7 @@ def _lot_differences(session: Session, company_id: str, after: str | None,
     """Σ of the lots' remaining = max(0, Σ ACTIVE entries) for every account of the range, and
     no lot's remaining negative or above its amount."""
     entries = (select(LedgerEntry.company_id, LedgerEntry.customer_id,
-                      func.sum(LedgerEntry.amount).label("active"))
+                      bounds.exact_sum(LedgerEntry.amount).label("active"))
                .where(LedgerEntry.status == "ACTIVE")
                .group_by(LedgerEntry.company_id, LedgerEntry.customer_id))
     held = (select(RewardLot.company_id, RewardLot.customer_id,
@@ -247,9 +251,9 @@ def verify_spend(session: Session, now: datetime, company_id: str | None = None)
             if counted:
                 computed[customer] += tiers.line_spend(amount, discount, quantity, returned)
         for customer, (spend, _, _) in sorted(stored.items()):
-            if spend != computed.get(customer, 0):
-                differences.append(Difference(company, customer, "spend", spend,
-                                              computed.get(customer, 0)))
+            should = spend_rules.counted(computed.get(customer, 0))
+            if spend != should:
+                differences.append(Difference(company, customer, "spend", spend, should))
     return differences
 
 
