@@ -97,3 +97,17 @@ def test_no_lock_prepared_statement_or_listen_outlives_a_request(client, app, te
     server.dispose()
     assert _in_a_new_transaction(app, "SELECT count(*) FROM pg_prepared_statements") == 0
     assert _in_a_new_transaction(app, "SELECT count(*) FROM pg_listening_channels()") == 0
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "America/New_York", DATABASE_ZONE])
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00.000Z", "0001-01-01T03:00:00.500Z",
+                                    "2026-03-29T01:30:00.123Z", "9999-12-31T23:59:59.999Z"])
+def test_the_driver_reads_each_moment_in_utc_from_any_zone(app, zone, moment):
+    """Year 1 is BC west of Greenwich, late 9999 is the year 10000 east of it."""
+    with app.extensions["engine"].begin() as connection:
+        connection.execute(text("SELECT set_config('timezone', :zone, true)"), {"zone": zone})
+        read = connection.execute(text("SELECT CAST(:moment AS timestamptz), "
+                                       "ARRAY[CAST(:moment AS timestamptz)]"),
+                                  {"moment": moment}).one()
+    assert tuple(read) == (_shown(moment), [_shown(moment)])
+    assert read[0].utcoffset() == timedelta(0)
