@@ -1,8 +1,8 @@
 """CONTRACT §19: through a PgBouncer in transaction pooling (its defaults: no startup options,
 no state kept between transactions) over a database whose own time zone is Asia/Kathmandu,
 every moment is the UTC instant and no session setting, lock, prepared statement or LISTEN
-outlives a transaction. Runs in the PgBouncer pass of `make test` (TEST_THROUGH_PGBOUNCER=1);
-the same pass runs the register, webhook, upkeep and concurrency tests again (Makefile)."""
+outlives a transaction. Runs in the PgBouncer pass of `make test` (TEST_THROUGH_PGBOUNCER=1),
+which runs the rest of the suite again that way too (Makefile)."""
 from __future__ import annotations
 
 import uuid
