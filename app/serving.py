@@ -10,7 +10,9 @@ from pathlib import Path
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # The platform's convention: WEB_CONCURRENCY sizes the web process; 4 sync workers otherwise.
 workers = int(os.environ.get("WEB_CONCURRENCY") or 4)
-worker_class = "sync"
+# gunicorn's sync worker, which answers every connection already made before a graceful stop
+# (app/web_worker.py): a rolling restart behind nginx fails no request.
+worker_class = "app.web_worker.DrainingSyncWorker"
 # SIGTERM: requests in flight finish within this many seconds (CONTRACT §16).
 graceful_timeout = 30
 # gunicorn's control socket lives under the home directory, shared by every gunicorn on the
