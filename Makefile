@@ -12,6 +12,10 @@ export FLASK_APP := wsgi
 PORT ?= 8000
 TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+# Run again through PgBouncer in transaction pooling, over a database in Asia/Kathmandu:
+# the register, webhooks, upkeep (expiry, bonuses, tier spends, the worker) and the races.
+PGBOUNCER_TESTS ?= tests/fleet tests/checkout tests/webhooks tests/program tests/worker \
+	tests/api/test_points_expiry.py tests/api/test_otp_concurrency.py tests/api/test_rewards_concurrency.py
 
 .PHONY: run test test-sqlite test-postgres install install-serve migrate demo worker bench clean
 
@@ -44,7 +48,8 @@ run: demo
 worker: install-serve
 	$(BIN)/python -m worker
 
-# The whole suite, twice: on SQLite, then on PostgreSQL with Redis.
+# The whole suite, twice: on SQLite, then on PostgreSQL with Redis; then PGBOUNCER_TESTS once
+# more, through PgBouncer (tests/bouncer.py).
 test: test-sqlite test-postgres
 
 test-sqlite: install
@@ -53,7 +58,9 @@ test-sqlite: install
 test-postgres: install
 	@if $(BIN)/python -m tests.services_up "$(TEST_POSTGRES_URL)" "$(TEST_REDIS_URL)"; then \
 		DATABASE_URL="$(TEST_POSTGRES_URL)" REDIS_URL="$(TEST_REDIS_URL)" \
-		$(BIN)/python -m pytest -q $(PYTEST_ARGS); \
+		$(BIN)/python -m pytest -q $(PYTEST_ARGS) && \
+		TEST_THROUGH_PGBOUNCER=1 DATABASE_URL="$(TEST_POSTGRES_URL)" REDIS_URL="$(TEST_REDIS_URL)" \
+		$(BIN)/python -m pytest -q $(PGBOUNCER_TESTS); \
 	elif [ "$$CI" = "true" ]; then \
 		echo "PostgreSQL or Redis is not reachable: the PostgreSQL pass cannot run under CI"; exit 1; \
 	else \

@@ -16,6 +16,7 @@ from sqlalchemy.types import TypeDecorator
 
 from app.config import normalise_database_url
 from app.delivery_queue import hand_over_events
+from app.utc_timestamps import read_timestamps_as_utc
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -88,10 +89,13 @@ def make_engine(url: str) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    # The connections speak UTC: rows the unit of work reads straight from the driver carry
-    # UTC times, as the ORM's UtcDateTime gives them.
+    # No startup options and no session settings: PgBouncer in transaction pooling refuses
+    # the one and would leak the other. The session's time zone is the database's own, so
+    # the driver reads every timestamptz as UTC (rows the unit of work reads straight from
+    # it included), as the ORM's UtcDateTime gives them.
     engine = create_engine(normalise_database_url(url), pool_size=5, max_overflow=10,
-                           pool_recycle=1800, connect_args={"options": "-c timezone=UTC"})
+                           pool_recycle=1800)
+    event.listen(engine, "connect", read_timestamps_as_utc)
     event.listen(engine, "checkout", _discard_if_closed_by_server)
     return engine
 

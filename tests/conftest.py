@@ -2,13 +2,18 @@
 DATABASE_URL names one (`make test` runs both passes). Each test session builds a fresh
 database of its own by running the migrations, and every test starts from empty tables.
 
-Under CI=true a test that needs PostgreSQL or Redis fails when the service is missing;
+With TEST_THROUGH_PGBOUNCER=1 (the second PostgreSQL pass of `make test`), the app reaches
+that database through a PgBouncer in transaction pooling, and the database's own time zone is
+Asia/Kathmandu (tests/bouncer.py); fixtures that administer the server still go straight to it.
+
+Under CI=true a test that needs PostgreSQL, Redis or PgBouncer fails when it is missing;
 elsewhere it is skipped with the reason.
 """
 from __future__ import annotations
 
 import os
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -23,17 +28,21 @@ from app.migrate import upgrade
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
 from app.services.unit_of_work import WorkSession
+from tests import bouncer
 from tests.customer_names import names_out_of_step
 from tests.documented_errors import record_error_answers, undocumented
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 SUITE_DATABASE_URL = normalise_database_url(os.environ.get("DATABASE_URL", ""))
 ON_POSTGRES = SUITE_DATABASE_URL.startswith("postgresql")
+THROUGH_PGBOUNCER = ON_POSTGRES and os.environ.get("TEST_THROUGH_PGBOUNCER") == "1"
 REDIS_URL = os.environ.get("REDIS_URL", "")
 TEST_PEPPER = "test-pepper"
 
 
 def pytest_runtest_setup(item):
+    if "pgbouncer" in item.keywords and ON_POSTGRES and not THROUGH_PGBOUNCER:
+        pytest.skip("the PgBouncer pass of `make test` runs it (TEST_THROUGH_PGBOUNCER=1)")
     needs = [name for name, present in (("postgres", ON_POSTGRES), ("redis", bool(REDIS_URL)))
              if name in item.keywords and not present]
     if not needs:
@@ -69,13 +78,31 @@ def _drop_postgres_database(server_url: str, url: str) -> None:
 def database_url(tmp_path_factory):
     if ON_POSTGRES:
         url = _create_postgres_database(SUITE_DATABASE_URL)
-        upgrade(url)
-        yield url
-        _drop_postgres_database(SUITE_DATABASE_URL, url)
+        try:
+            with _as_the_app_reaches(url) as reached:
+                upgrade(reached)
+                yield reached
+        finally:
+            _drop_postgres_database(SUITE_DATABASE_URL, url)
     else:
         url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'loyalty.db'}"
         upgrade(url)
         yield url
+
+
+@contextmanager
+def _as_the_app_reaches(url: str):
+    """The suite's database as the app reaches it: straight, or in the PgBouncer pass through
+    a PgBouncer in transaction pooling, the database's own time zone not UTC."""
+    if not THROUGH_PGBOUNCER:
+        yield url
+        return
+    if bouncer.PGBOUNCER is None:
+        without("TEST_THROUGH_PGBOUNCER needs pgbouncer (apt-get install pgbouncer)")
+    database = make_url(url).database
+    bouncer.set_own_time_zone(SUITE_DATABASE_URL, database)
+    with bouncer.running_pgbouncer(SUITE_DATABASE_URL) as through:
+        yield through(database)
 
 
 @pytest.fixture

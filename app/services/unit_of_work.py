@@ -7,7 +7,7 @@ travel with the transaction's next statement instead of costing round trips of t
 Everything off that path uses the ORM session as usual; this object shares its transaction.
 
 - `run(statement, params)` sends the deferred writes and then `statement`; rows come back as
-  named tuples of the driver's values (times are UTC: the engine's connections speak UTC).
+  named tuples of the driver's values (times are UTC: app/utc_timestamps.py).
 - `defer(statement, params)` queues a write that no caller waits on (no rows, no count, no
   error it would catch).
 - `ledger.lock` puts an account here (once per transaction: a second lock of the same account
