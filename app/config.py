@@ -15,8 +15,13 @@ DEFAULT_DATABASE_URL = f"sqlite:///{INSTANCE_DIR / 'loyalty.db'}"
 # Only for the embedded SQLite default: a pepper in the open is no secret.
 DEVELOPMENT_PEPPER = "development-pepper-not-for-production"
 DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
-# A large chain's registers may share one key: 100 requests a second, about 25 checkouts.
-DEFAULT_RATE_LIMIT = "6000/minute"
+# Counted per register when a request names one, else per key (CONTRACT §19). A chain of 1,000
+# stores sends about 300 requests a second at its peak, all on one key when its registers do
+# not name themselves: 1,000 a second lets that through with room, and still stops one runaway
+# client before it takes the service from everyone else.
+DEFAULT_RATE_LIMIT = "60000/minute"
+# gunicorn's default for FORWARDED_ALLOW_IPS: only a proxy on the same host is believed.
+DEFAULT_TRUSTED_PROXIES = "127.0.0.1,::1"
 # Where `make run` serves; card links sent to shoppers are built on it, never on the Host header.
 DEVELOPMENT_BASE_URL = "http://127.0.0.1:8000"
 
@@ -71,6 +76,17 @@ def _rate(value: str | None) -> str | None:
     return value
 
 
+def _trusted_proxies(value: str | None) -> str:
+    """FORWARDED_ALLOW_IPS, gunicorn's setting: addresses or networks, or "*"."""
+    value = (value or DEFAULT_TRUSTED_PROXIES).strip()
+    from app.proxies import trusted_networks
+    try:
+        trusted_networks(value)
+    except ValueError as exc:
+        raise ConfigError(f"FORWARDED_ALLOW_IPS must list addresses or networks, got {value!r}") from exc
+    return value
+
+
 def _positive(env: dict, name: str, default: int) -> int:
     value = _int(env, name, default)
     if value < 1:
@@ -96,6 +112,7 @@ class Settings:
     rq_queue: str = "loyalty"
     upkeep_interval_seconds: int = 30
     log_level: str = "INFO"
+    forwarded_allow_ips: str = DEFAULT_TRUSTED_PROXIES
     development: bool = True
     wallet: dict = field(default_factory=dict)
 
@@ -135,6 +152,7 @@ class Settings:
             rq_queue=env.get("RQ_QUEUE") or "loyalty",
             upkeep_interval_seconds=_positive(env, "UPKEEP_INTERVAL_SECONDS", 30),
             log_level=env.get("LOG_LEVEL") or "INFO",
+            forwarded_allow_ips=_trusted_proxies(env.get("FORWARDED_ALLOW_IPS")),
             development=embedded,
             wallet={
                 "cert_file": env.get("WALLET_CERT_FILE") or None,

@@ -1,5 +1,7 @@
-"""The per-key rate limit (CONTRACT §2: 429 `rate_limited` with Retry-After), counted by
-Flask-Limiter per credential, in the app's Redis when there is one (every gunicorn worker and
+"""The rate limit (CONTRACT §2: 429 `rate_limited` with Retry-After), counted by Flask-Limiter
+per register when the request names one with X-Loyalty-Pos-Key, else per credential (§19: a
+chain's registers share their company's key, and one register's runaway loop must not throttle
+the rest of the shop), in the app's Redis when there is one (every gunicorn worker and
 host shares the count) and in the process's memory otherwise.
 
 A round trip to Redis costs about 100 µs of the app's CPU, and Flask-Limiter's per-request
@@ -33,7 +35,8 @@ from app.config import Settings
 from app.errors import error_body
 
 log = logging.getLogger("app.rate_limit")
-POLICY = "per-key"  # the policy's name in the RateLimit headers
+# The policies' names in the RateLimit headers.
+PER_KEY, PER_REGISTER = "per-key", "per-register"
 LEASE_MOST = 50
 KEPT_LEASES = 10_000  # past this many keys, a process forgets the leases whose window ended
 # A limiter's store that is slow or away must not hold a register up: a short connect and
@@ -62,23 +65,31 @@ class PerKeyLimit:
         self.leases: dict[str, Lease] = {}
         self.lock = threading.Lock()
 
-    def serve_from_lease(self, credential_id: str) -> Lease | None:
+    def serve_from_lease(self, counted: str) -> Lease | None:
         with self.lock:
-            lease = self.leases.get(credential_id)
+            lease = self.leases.get(counted)
             if lease is None or lease.left < 1 or time.time() >= lease.reset_at:
                 return None
             lease.left -= 1
             return lease
 
-    def take_lease(self, credential_id: str, remaining: int, reset_at: float) -> Lease:
+    def take_lease(self, counted: str, remaining: int, reset_at: float) -> Lease:
         lease = Lease(self.lease_size - 1, remaining, reset_at)
         with self.lock:
             if len(self.leases) >= KEPT_LEASES:  # keys seen once a long time ago go
                 now = time.time()
                 self.leases = {key: kept for key, kept in self.leases.items()
                                if kept.reset_at > now}
-            self.leases[credential_id] = lease
+            self.leases[counted] = lease
         return lease
+
+
+def counted_as() -> str:
+    """What this request is counted against: its register, else its key."""
+    principal = g.principal
+    if principal.terminal is not None:
+        return f"{principal.credential_id}/{principal.terminal.id}"
+    return principal.credential_id
 
 
 def _count() -> None:
@@ -90,7 +101,7 @@ def _count() -> None:
     if principal is None:
         return
     per_key = current_app.extensions["rate_limit"]
-    g.rate_lease = per_key.serve_from_lease(principal.credential_id)
+    g.rate_lease = per_key.serve_from_lease(counted_as())
     if g.rate_lease is None:
         # The check Flask-Limiter's before-request hook makes, made here only when a lease
         # is needed (its hooks are not registered: see register_rate_limit).
@@ -104,7 +115,7 @@ def register_rate_limit(app: Flask, settings: Settings) -> None:
         return
     per_key = PerKeyLimit(settings.api_rate_limit)
     limiter = per_key.limiter = Limiter(
-        lambda: g.principal.credential_id, application_limits=[settings.api_rate_limit],
+        counted_as, application_limits=[settings.api_rate_limit],
         application_limits_cost=per_key.lease_size,  # a lease taken at once
         strategy="fixed-window", storage_uri=settings.redis_url or "memory://",
         storage_options=REDIS_OPTIONS if settings.redis_url else {},
@@ -134,7 +145,7 @@ def _current_lease(per_key: PerKeyLimit) -> Lease | None:
         return None
     if limit.breached:
         return Lease(0, 0, reset_at)
-    return per_key.take_lease(g.principal.credential_id, remaining, reset_at)
+    return per_key.take_lease(counted_as(), remaining, reset_at)
 
 
 def _advertise(response: Response) -> Response:
@@ -147,8 +158,9 @@ def _advertise(response: Response) -> Response:
         return response
     # Never less than a second, never more than the window.
     reset_in = min(per_key.window, max(1, math.ceil(lease.reset_at - time.time())))
-    response.headers["RateLimit-Policy"] = f'"{POLICY}";q={per_key.amount};w={per_key.window}'
-    response.headers["RateLimit"] = f'"{POLICY}";r={lease.remaining + lease.left};t={reset_in}'
+    policy = PER_KEY if g.principal.terminal is None else PER_REGISTER
+    response.headers["RateLimit-Policy"] = f'"{policy}";q={per_key.amount};w={per_key.window}'
+    response.headers["RateLimit"] = f'"{policy}";r={lease.remaining + lease.left};t={reset_in}'
     if g.get("rate_limited"):  # not another 429, such as an OTP cooldown's with its own wait
         response.headers["Retry-After"] = str(reset_in)
     return response
@@ -158,5 +170,6 @@ def _too_many_requests(error: RateLimitExceeded):
     # Retry-After is set with the other figures (_advertise); 1 s if they cannot be had.
     g.rate_limited = True
     return error_body(429, "rate_limited",
-                      f"too many requests for this API key (at most {error.limit.limit})",
+                      f"too many requests for this {'register' if g.principal.terminal else 'API key'}"
+                      f" (at most {error.limit.limit})",
                       {"Retry-After": "1"})

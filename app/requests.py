@@ -14,6 +14,7 @@ from werkzeug.routing import RequestRedirect
 from app.auth import authenticate_request
 from app.delivery_queue import hand_over_events
 from app.metrics import observe_request
+from app.proxies import client_address
 from app.services.errors import InvalidField, NotFound
 
 log = logging.getLogger("app.requests")
@@ -86,11 +87,18 @@ def _log(status: int) -> None:
         # A path that matches no route (404, 405) is not logged at all.
         "route": route,
         "status": status,
+        "client": _client(),
+        "scheme": request.scheme,
         "durationMs": round(seconds * 1000, 2),
         "companyId": principal.company_id if principal else None,
         "credentialId": principal.credential_id if principal else None,
     }})
 
+
+def _client() -> str | None:
+    settings = current_app.config["SETTINGS"]
+    return client_address(request.remote_addr, request.headers.get("X-Forwarded-For"),
+                          settings.forwarded_allow_ips)
 
 
 def register_request_hooks(app: Flask) -> None:

@@ -10,8 +10,10 @@ from pathlib import Path
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # The platform's convention: WEB_CONCURRENCY sizes the web process; 4 sync workers otherwise.
 workers = int(os.environ.get("WEB_CONCURRENCY") or 4)
-# gunicorn's sync worker, telling of a request it cannot parse without quoting it (CONTRACT §12).
-worker_class = "app.serving_worker.RedactingSyncWorker"
+# gunicorn's sync worker, telling of a request it cannot parse without quoting it (CONTRACT §12)
+# and answering every connection already made before a graceful stop, so a rolling restart
+# behind nginx fails no request (§19): app/serving_worker.py.
+worker_class = "app.serving_worker.WebWorker"
 # SIGTERM: requests in flight finish within this many seconds (CONTRACT §16).
 graceful_timeout = 30
 # gunicorn's control socket lives under the home directory, shared by every gunicorn on the

@@ -1,13 +1,21 @@
-"""gunicorn's sync worker, except that what it says about a request it cannot parse names the
-error and the request's method, never the rest of the line or a header (app.serving).
+"""The web's gunicorn worker (app.serving): gunicorn's sync worker, which
 
-gunicorn's own warning ("Invalid request from ip=…: Invalid HTTP request line: 'GET
-/cards/<token>\\x7f HTTP/1.1'") and the HTML 400 it answers with quote what they could not
-parse: a card token, a gift-card code, an API key in a query or an Authorization header
-(CONTRACT §12). Every parse error is told by its name instead, whatever it carries, so an error
-gunicorn adds later is covered too."""
+- tells of a request it cannot parse by the error's name and the request's method, never the
+  rest of the line or a header. gunicorn's own warning ("Invalid request from ip=…: Invalid
+  HTTP request line: 'GET /cards/<token>\\x7f HTTP/1.1'") and the HTML 400 it answers with quote
+  what they could not parse: a card token, a gift-card code, an API key in a query or an
+  Authorization header (CONTRACT §12). Every parse error is told by its name instead, whatever
+  it carries, so an error gunicorn adds later is covered too;
+- on a graceful stop, answers every connection already made to it before it exits (§19).
+  gunicorn's own sync worker stops accepting at SIGTERM and exits once its request is done. The
+  listening socket stays open in the workers until the last one exits, so the kernel goes on
+  completing connections into its queue meanwhile, and they are reset when it closes: behind
+  nginx, each is a request already sent (nginx never resends a POST), answered 502. This worker
+  takes what is queued, answers it, and closes its socket as soon as the queue is empty; once
+  every worker has, new connections are refused, and nginx sends those to the next instance."""
 from __future__ import annotations
 
+import errno
 import re
 
 from gunicorn.http.errors import ParseException
@@ -16,9 +24,10 @@ from gunicorn.workers.sync import SyncWorker
 
 # A method as registers and browsers send them; anything else read as one is not shown either.
 _PLAIN_METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
+_QUEUE_EMPTY = (errno.EAGAIN, errno.EWOULDBLOCK)
 
 
-class RedactingSyncWorker(SyncWorker):
+class WebWorker(SyncWorker):
     def handle_error(self, req, client, addr, exc):
         if isinstance(exc, ParseException):
             exc = _told_by_name(exc)
@@ -26,6 +35,23 @@ class RedactingSyncWorker(SyncWorker):
             # "Error handling request GET /cards/<token>": the path may carry a credential.
             req.uri = "(path not shown)"
         super().handle_error(req, client, addr, exc)
+
+    def run(self):
+        super().run()
+        self.answer_what_is_queued()
+
+    def answer_what_is_queued(self) -> None:
+        for listener in self.sockets:
+            while True:
+                self.notify()
+                try:
+                    self.accept(listener)
+                except OSError as error:
+                    if error.errno in _QUEUE_EMPTY:
+                        break
+                    if error.errno != errno.ECONNABORTED:  # that one gone: take the next
+                        raise
+            listener.close()
 
 
 def _told_by_name(error: ParseException) -> ParseException:

@@ -34,14 +34,16 @@ def _web_command() -> list[str]:
 
 
 @pytest.fixture
-def web(database_url, tmp_path):
-    """The web process on a port of its own; yields (base url, log file, its home directory)."""
+def web(database_url, tmp_path, request):
+    """The web process on a port of its own; yields (base url, log file, its home directory).
+    Indirect parameters are more settings."""
     port, home, log = free_port(), tmp_path / "home", tmp_path / "web.log"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "REDIS_URL")}
     env.update(DATABASE_URL=database_url, API_KEY_PEPPER=TEST_PEPPER, PORT=str(port),
                PUBLIC_BASE_URL="https://cards.example.test", WEB_CONCURRENCY="1",
                LOG_LEVEL="INFO", HOME=str(home))
+    env.update(getattr(request, "param", {}))
     with log.open("wb") as output:
         server = subprocess.Popen(_web_command(), cwd=ROOT, env=env, stdout=output,
                                   stderr=subprocess.STDOUT, start_new_session=True)

@@ -1,6 +1,6 @@
-"""The per-key rate limit (CONTRACT §2): 429 `rate_limited` with Retry-After and the RateLimit
-fields, counted per credential, shared through Redis, and never failing a request because its
-store is away."""
+"""The rate limit (CONTRACT §2, §19): 429 `rate_limited` with Retry-After and the RateLimit
+fields, counted per register when a request names one (X-Loyalty-Pos-Key) and per credential
+otherwise, shared through Redis, and never failing a request because its store is away."""
 from __future__ import annotations
 
 import logging
@@ -14,6 +14,7 @@ from sqlalchemy import select
 from app import create_app
 from app.config import ConfigError, Settings
 from app.models import ApiCredential
+from tests.api.locations_helpers import create_store, create_terminal
 from tests.ports import free_port
 
 LIMIT = "3/minute"
@@ -56,6 +57,38 @@ def test_each_key_has_its_own_count(limited, tenant):
         get_company(limited, tenant)
     assert get_company(limited, tenant).status_code == 429
     assert get_company(limited, tenant, other_key).status_code == 200
+
+
+def registers(app, tenant, count: int) -> list[str]:
+    """posKeys of `count` active terminals, made with a client not rate-limited."""
+    client = app.test_client()
+    store = create_store(client, tenant)
+    return [create_terminal(client, tenant, store["id"], posKey=f"till-{n}")["posKey"]
+            for n in range(count)]
+
+
+def test_each_register_of_a_key_has_its_own_count_and_the_key_without_one_its_own(
+        app, limited, tenant):
+    first, second = registers(app, tenant, 2)
+    at = lambda pos_key: limited.test_client().get(  # noqa: E731
+        "/v1/company", headers=tenant.headers(X_Loyalty_Pos_Key=pos_key))
+    answers = [at(first) for _ in range(4)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert answers[0].headers["RateLimit-Policy"] == '"per-register";q=3;w=60'
+    assert "register" in answers[-1].get_json()["detail"]
+    # The shop's other register, and the key's back-office requests, go on.
+    assert [at(second).status_code for _ in range(3)] == [200, 200, 200]
+    assert [get_company(limited, tenant).status_code for _ in range(3)] == [200, 200, 200]
+    assert get_company(limited, tenant).headers["RateLimit-Policy"] == '"per-key";q=3;w=60'
+
+
+def test_a_pos_key_that_names_no_active_terminal_is_refused_before_it_is_counted(limited, tenant):
+    for _ in range(4):
+        refused = limited.test_client().get(
+            "/v1/company", headers=tenant.headers(X_Loyalty_Pos_Key="no-such-till"))
+        assert refused.status_code == 403
+        assert refused.get_json()["code"] == "terminal_inactive"
+    assert get_company(limited, tenant).status_code == 200
 
 
 def test_refused_keys_are_not_counted_and_checks_keep_their_order(limited, tenant):
@@ -102,7 +135,7 @@ def test_off_counts_nothing(settings, tenant):
 
 
 @pytest.mark.parametrize("value, expected", [
-    (None, "6000/minute"), ("", "6000/minute"), ("600/minute", "600/minute"),
+    (None, "60000/minute"), ("", "60000/minute"), ("600/minute", "600/minute"),
     ("100/second", "100/second"), ("off", None), ("OFF", None)])
 def test_the_setting(value, expected):
     env = {} if value is None else {"API_RATE_LIMIT": value}

@@ -46,8 +46,10 @@ def figures(request):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    built = item.funcargs.get("deployment") if hasattr(item, "funcargs") else None
-    if report.failed and isinstance(built, Deployment) and built.__dict__.get("web"):
+    funcargs = getattr(item, "funcargs", {})
+    built = funcargs.get("deployment") or funcargs.get("fleet")
+    if report.failed and isinstance(built, Deployment) and (built.__dict__.get("web")
+                                                           or built.__dict__.get("webs")):
         report.sections.append(("processes' last log lines", built.logs()))
     return report
 

@@ -1,0 +1,43 @@
+"""Who the client is when the service runs behind a proxy (CONTRACT §19).
+
+gunicorn believes `X-Forwarded-Proto` only from the addresses in `FORWARDED_ALLOW_IPS` (its
+own setting, whose default and meaning we share) and sets the request's scheme from it. It
+leaves the client's address as the connection's peer, so the address the logs show is worked
+out here, by the same rule: `X-Forwarded-For` counts only when the peer is a trusted proxy, and
+then the client is the nearest address in it that is not one of ours (a client may put
+anything at the start of the header; only what our proxies appended is believed)."""
+from __future__ import annotations
+
+import ipaddress
+from functools import lru_cache
+
+@lru_cache(maxsize=16)
+def trusted_networks(setting: str) -> tuple | None:
+    """The networks FORWARDED_ALLOW_IPS names; None for "*" (every peer is trusted)."""
+    entries = [entry.strip() for entry in setting.split(",") if entry.strip()]
+    if "*" in entries:
+        return None
+    return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
+
+
+def _is_trusted(address: str, networks: tuple | None) -> bool:
+    if networks is None:
+        return True
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:  # a UNIX socket's peer has no address: gunicorn trusts it too
+        return not address
+    return any(ip in network for network in networks)
+
+
+def client_address(peer: str | None, forwarded_for: str | None, setting: str) -> str | None:
+    """The client's address: the peer's, unless the peer is a trusted proxy that says whom it
+    forwards for."""
+    networks = trusted_networks(setting)
+    if not forwarded_for or not _is_trusted(peer or "", networks):
+        return peer
+    hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not _is_trusted(hop, networks):
+            return hop
+    return hops[0] if hops else peer
