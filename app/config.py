@@ -15,6 +15,9 @@ DEFAULT_DATABASE_URL = f"sqlite:///{INSTANCE_DIR / 'loyalty.db'}"
 # Only for the embedded SQLite default: a pepper in the open is no secret.
 DEVELOPMENT_PEPPER = "development-pepper-not-for-production"
 DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
+DEFAULT_APNS_URL = "https://api.push.apple.com"
+# Seconds between push attempts to a device while APNs answers 429/5xx or not at all.
+DEFAULT_APNS_RETRY_SCHEDULE = "5,30,120,600,1800,3600"
 # A large chain's registers may share one key: 100 requests a second, about 25 checkouts.
 DEFAULT_RATE_LIMIT = "6000/minute"
 # Where `make run` serves; card links sent to shoppers are built on it, never on the Host header.
@@ -98,6 +101,9 @@ class Settings:
     log_level: str = "INFO"
     development: bool = True
     wallet: dict = field(default_factory=dict)
+    apns_url: str = DEFAULT_APNS_URL
+    apns_ca_bundle: str | None = None
+    apns_retry_schedule: str = DEFAULT_APNS_RETRY_SCHEDULE
 
     @property
     def is_sqlite(self) -> bool:
@@ -143,4 +149,7 @@ class Settings:
                 "pass_type_id": env.get("WALLET_PASS_TYPE_ID") or None,
                 "team_id": env.get("WALLET_TEAM_ID") or None,
             },
+            apns_url=(env.get("APNS_URL") or DEFAULT_APNS_URL).rstrip("/"),
+            apns_ca_bundle=env.get("APNS_CA_BUNDLE") or None,
+            apns_retry_schedule=env.get("APNS_RETRY_SCHEDULE") or DEFAULT_APNS_RETRY_SCHEDULE,
         )
