@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from email.utils import format_datetime, parsedate_to_datetime
 
-from flask import Response, current_app, request
+from flask import Response, current_app, jsonify, request
 from flask.views import MethodView
 
 from app.api.base import Blueprint
@@ -117,7 +117,7 @@ class DevicePasses(MethodView):
             request.args.get("passesUpdatedSince"), our_pass_type=_signer().pass_type_id)
         if not changed:
             return Response(status=204)
-        return {"serialNumbers": changed, "lastUpdated": tag}
+        return jsonify({"serialNumbers": changed, "lastUpdated": tag})
 
 
 @blp.route("/v1/passes/<passTypeIdentifier>/<serialNumber>")
