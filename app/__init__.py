@@ -7,7 +7,7 @@ from app.config import INSTANCE_DIR, Settings
 
 API_BLUEPRINTS = (
     "app.api.system", "app.api.company", "app.api.credentials", "app.api.webhooks",
-    "app.api.gift_cards", "app.api.cards",
+    "app.api.gift_cards", "app.api.cards", "app.api.passkit",
     "app.api.customers", "app.api.otp", "app.api.rewards",
     "app.api.stores", "app.api.terminals", "app.api.cashiers", "app.api.catalog",
     "app.api.checkout", "app.api.sales", "app.api.campaigns",

@@ -15,6 +15,9 @@ DEFAULT_DATABASE_URL = f"sqlite:///{INSTANCE_DIR / 'loyalty.db'}"
 # Only for the embedded SQLite default: a pepper in the open is no secret.
 DEVELOPMENT_PEPPER = "development-pepper-not-for-production"
 DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
+DEFAULT_APNS_URL = "https://api.push.apple.com"
+# Seconds between push attempts to a device while APNs answers 429/5xx or not at all.
+DEFAULT_APNS_RETRY_SCHEDULE = "5,30,120,600,1800,3600"
 # Counted per register when a request names one, else per key (CONTRACT §19). A chain of 1,000
 # stores sends about 300 requests a second at its peak, all on one key when its registers do
 # not name themselves: 1,000 a second lets that through with room, and still stops one runaway
@@ -115,6 +118,9 @@ class Settings:
     forwarded_allow_ips: str = DEFAULT_TRUSTED_PROXIES
     development: bool = True
     wallet: dict = field(default_factory=dict)
+    apns_url: str = DEFAULT_APNS_URL
+    apns_ca_bundle: str | None = None
+    apns_retry_schedule: str = DEFAULT_APNS_RETRY_SCHEDULE
 
     @property
     def is_sqlite(self) -> bool:
@@ -161,4 +167,7 @@ class Settings:
                 "pass_type_id": env.get("WALLET_PASS_TYPE_ID") or None,
                 "team_id": env.get("WALLET_TEAM_ID") or None,
             },
+            apns_url=(env.get("APNS_URL") or DEFAULT_APNS_URL).rstrip("/"),
+            apns_ca_bundle=env.get("APNS_CA_BUNDLE") or None,
+            apns_retry_schedule=env.get("APNS_RETRY_SCHEDULE") or DEFAULT_APNS_RETRY_SCHEDULE,
         )

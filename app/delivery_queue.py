@@ -1,4 +1,4 @@
-"""The RQ queue that carries webhook work to the worker."""
+"""The RQ queue that carries webhook deliveries and wallet pushes to the worker."""
 from __future__ import annotations
 
 import logging
@@ -17,6 +17,7 @@ from app.config import Settings
 
 DISPATCH_JOB = "worker.jobs.dispatch_events"
 DELIVER_JOB = "worker.jobs.deliver"
+PUSH_JOB = "worker.pushes.push"
 # An attempt never runs longer than this: its lease (app.services.webhooks.endpoints) outlasts it.
 DELIVER_JOB_TIMEOUT = 45
 # A finished job leaves nothing in Redis (the database holds the outcome); a failed one stays
@@ -109,3 +110,18 @@ def enqueue_delivery_in(settings: Settings, company_id: str, delivery_id: str,
     queue(settings.redis_url, settings.rq_queue).enqueue_in(
         timedelta(seconds=seconds), DELIVER_JOB, company_id, delivery_id,
         job_timeout=DELIVER_JOB_TIMEOUT, result_ttl=0, failure_ttl=FAILURE_TTL)
+
+
+def enqueue_pushes(settings: Settings, keys: list[tuple[str, str, str]]) -> None:
+    """One push job per wallet registration (company_id, customer_id, device), in one round trip."""
+    if not keys or not settings.redis_url:
+        return
+    target = queue(settings.redis_url, settings.rq_queue)
+    target.enqueue_many([Queue.prepare_data(PUSH_JOB, args=tuple(key), **DELIVER_JOB_OPTIONS)
+                         for key in keys])
+
+
+def enqueue_push_in(settings: Settings, key: tuple[str, str, str], seconds: float) -> None:
+    queue(settings.redis_url, settings.rq_queue).enqueue_in(
+        timedelta(seconds=seconds), PUSH_JOB, *key, job_timeout=DELIVER_JOB_TIMEOUT,
+        result_ttl=0, failure_ttl=FAILURE_TTL)

@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.delivery_queue import (dispatch_started, enqueue_deliveries, enqueue_delivery_in,
-                                request_dispatch)
+                                enqueue_pushes, request_dispatch)
 from app.services.webhooks import delivery
 from app.services.webhooks.transport import DeliveryOutcome, post_event, retry_delays
 from worker.context import job_session, worker_app
+from worker.pushes import after_dispatch
 
 # The request enqueues its events the moment it has committed; only older ones are strays.
 EVENT_SWEEP_AGE = timedelta(seconds=10)
@@ -37,9 +38,11 @@ def dispatch_events() -> int:
     taken = 0
     for _ in range(DISPATCH_ROUNDS):
         with job_session(app) as session:
-            count, deliveries = delivery.dispatch_pending(session, now=utcnow(),
-                                                          limit=DISPATCH_BATCH)
+            now = utcnow()
+            count, deliveries = delivery.dispatch_pending(session, now=now, limit=DISPATCH_BATCH)
+            pushes = after_dispatch(session, dispatched_at=now)  # the passes those events changed
         enqueue_deliveries(settings, deliveries)
+        enqueue_pushes(settings, pushes)
         taken += count
         if count < DISPATCH_BATCH:
             return taken

@@ -19,6 +19,7 @@ from app.services.unit_of_work import UnitOfWork
 from app.upkeep import in_batches, prune_outbox, purge_ended_keys, purge_idempotency
 from worker.context import job_session, worker_app
 from worker.jobs import sweep_outbox
+from worker.pushes import sweep_pushes
 
 log = logging.getLogger("worker.periodic")
 # Accounts matured per transaction: a register waiting for one of them waits for a few
@@ -89,6 +90,7 @@ TASKS = [
     ("expire points", expire_points),
     ("credit birthday bonuses", credit_birthdays),
     ("webhook outbox sweep", sweep_outbox),
+    ("wallet push sweep", sweep_pushes),
     ("expire holds", holds.expire_holds),
     ("expire checkout sessions", holds.expire_sessions),
     ("prune delivered events", prune_outbox),

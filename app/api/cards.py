@@ -109,7 +109,8 @@ class CardPass(MethodView):
 
         No key, like the card page. A signed store card (`application/vnd.apple.pkpass`) with the
         card number as its barcode, the balance, and the company's first 10 active MINIAPP stores as
-        locations. 503 `wallet_not_configured` when this server has no pass certificate; an unknown
+        locations; it asks this server's `/passkit` web service for its updates, with a token of
+        its own. 503 `wallet_not_configured` when this server has no pass certificate; an unknown
         token is a 404.
         """
         card = _open_card(token)
@@ -119,7 +120,10 @@ class CardPass(MethodView):
         if signer is None:
             raise DomainError("Apple Wallet passes are not configured on this server",
                               code="wallet_not_configured", status=503)
-        body = card_page.build_wallet_pass(request_session(), card, signer)
+        settings = current_app.config["SETTINGS"]
+        body = card_page.build_wallet_pass(request_session(), card, signer,
+                                           public_base_url=settings.public_base_url,
+                                           pepper=settings.api_key_pepper, now=utcnow())
         return Response(body, 200, mimetype=PKPASS_MEDIA_TYPE, headers={
             "Content-Disposition": 'attachment; filename="loyalty-card.pkpass"',
             "Cache-Control": "no-store",

@@ -9,6 +9,10 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "insufficient_scope": (403, "the key lacks the operation's scope (or a scope it hands on)"),
     "terminal_inactive": (403, "X-Loyalty-Pos-Key, or the terminal named, is no ACTIVE terminal"),
     "subscription_inactive": (403, "hold or commit while the subscription is stopped"),
+    "invalid_passkit_request": (400, "a Wallet web service body beyond its bounds: pushToken "
+                                     "1 to 200 letters and digits; logs at most 100 strings"),
+    "invalid_pass_token": (401, "no ApplePass token of this pass (another pass type, serial, "
+                                "pass or company)"),
     "not_found": (404, "an unknown id, or one of another company"),
     "customer_exists": (409, "the phone is enrolled already; the body has its customerId"),
     "enrollment_challenge_required": (409, "the program asks for a confirmed OTP challenge"),

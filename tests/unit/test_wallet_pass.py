@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.serialization import pkcs7
 from cryptography.x509.oid import NameOID
 
+from app.services.cards import wallet_pass
 from app.services.cards.wallet_pass import PassSigner, build_pass, solid_png
 
 PASS_TYPE_ID = "pass.com.example.loyalty"
@@ -190,9 +191,12 @@ def test_location_keeps_its_own_relevant_text_and_none_is_omitted(signer):
     assert "relevantText" not in document["locations"][1]
 
 
-def test_web_service_is_not_offered(signer):
-    with pytest.raises(NotImplementedError):
-        _build(signer, web_service={"url": "https://example.com"})
+def test_a_web_service_names_its_url_and_token_in_the_pass(signer):
+    service = wallet_pass.WebService(url="https://cards.example.com/passkit",
+                                     authentication_token="t" * 43)
+    document = json.loads(_unzip(_build(signer, web_service=service))["pass.json"])
+    assert (document["webServiceURL"], document["authenticationToken"]) == (service.url, "t" * 43)
+    assert "webServiceURL" not in json.loads(_unzip(_build(signer))["pass.json"])
 
 
 def test_icons_are_valid_pngs_of_the_wallet_sizes(signer):

@@ -10,7 +10,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.models import Company, Customer, RewardAccount, Store
-from app.services.cards import wallet_pass
+from app.services.cards import passkit, wallet_pass
 from app.services.cards.identifiers import CARD_TOKEN_BYTES
 from app.services.errors import NotFound
 from app.services.rewards import ledger
@@ -108,8 +108,12 @@ def display_amount(kopecks: int) -> str:
     return f"{sign}{chr(0xA0).join(groups)}.{fraction}"
 
 
-def build_wallet_pass(session: Session, card: LoyaltyCard, signer: wallet_pass.PassSigner) -> bytes:
+def build_wallet_pass(session: Session, card: LoyaltyCard, signer: wallet_pass.PassSigner, *,
+                      public_base_url: str, pepper: str, now: datetime) -> bytes:
+    """The signed pass, asking `public_base_url`/passkit for its updates; its first download
+    records it (the digest of its token)."""
     account = card.account
+    token = passkit.issue_pass(session, card.company.id, card.customer.id, pepper=pepper, now=now)
     return wallet_pass.build_pass(
         signer,
         serial_number=card.customer.id,
@@ -120,4 +124,6 @@ def build_wallet_pass(session: Session, card: LoyaltyCard, signer: wallet_pass.P
         pending_text=display_amount(account.pending) if account.pending else None,
         locations=wallet_locations(session, card.company.id),
         relevant_text=None,
+        web_service=wallet_pass.WebService(url=f"{public_base_url}/passkit",
+                                           authentication_token=token),
     )

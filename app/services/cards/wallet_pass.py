@@ -21,6 +21,14 @@ ICON_SIZES = {"icon.png": 29, "icon@2x.png": 58}
 ICON_RGB = (0x1F, 0x4E, 0x79)
 
 
+@dataclass(frozen=True)
+class WebService:
+    """Where a pass asks for its updates, and the token it authenticates with there."""
+
+    url: str
+    authentication_token: str
+
+
 @dataclass
 class PassSigner:
     certificate_pem: bytes
@@ -72,17 +80,15 @@ def build_pass(
     pending_text: str | None,
     locations: list[dict],
     relevant_text: str | None,
-    web_service: None = None,
+    web_service: WebService | None = None,
 ) -> bytes:
     """The .pkpass archive (zip bytes) of a loyalty store card.
 
     Each location is a dict with ``latitude`` and ``longitude`` (entries without
     both are skipped) and optionally its own ``relevantText``, which otherwise
-    defaults to ``relevant_text``. ``web_service`` is reserved for pass updates,
-    which are not offered yet.
+    defaults to ``relevant_text``. With ``web_service`` the pass asks that service for its
+    updates (CONTRACT §18).
     """
-    if web_service is not None:
-        raise NotImplementedError("pass update web services are not supported")
     secondary = [{"key": "cardNumber", "label": "Card number", "value": card_number}]
     if pending_text is not None:
         secondary.append({"key": "pending", "label": "Pending", "value": pending_text})
@@ -106,6 +112,9 @@ def build_pass(
             }
         ],
     }
+    if web_service is not None:
+        document["webServiceURL"] = web_service.url
+        document["authenticationToken"] = web_service.authentication_token
     geotags = _pass_locations(locations, relevant_text)
     if geotags:
         document["locations"] = geotags

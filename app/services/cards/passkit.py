@@ -1,0 +1,309 @@
+"""Apple's Wallet web service (CONTRACT §18): the pass's own token, the devices registered for
+its updates, which passes changed since a tag, and the pushes that tell a device so.
+
+A pass's update tag is its reward account's `updated_at`: every change of what the pass shows
+(balance, pending, the spend behind the tier) already writes it, so the register's path gains
+nothing. Pushes are made due by the worker, from the events a change records (after commit, as
+webhooks are) and, for changes that record none (accruals maturing), by a periodic sweep.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import bindparam, delete, func, select, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.models import OutboxEvent, RewardAccount, WalletPass, WalletRegistration
+from app.services.errors import DomainError, NotFound
+from app.services.tenancy.keys import key_digest
+
+IDENTIFIER_MAX = 128  # deviceLibraryIdentifier, passTypeIdentifier, serialNumber
+PUSH_TOKEN_MAX = 200
+DEVICES_PER_PASS = 10
+LOG_MESSAGES_MAX = 100
+LOG_MESSAGE_CHARS = 1000
+_TOKEN_PURPOSE = b"wallet-pass-authentication-token:"
+# Events whose change shows on a pass; each names its customer in data.customerId.
+PASS_EVENTS = ("sale.committed", "sale.returned", "reward.adjusted", "reward.expired",
+               "customer.tier_changed", "checkout.hold.created", "checkout.hold.released",
+               "checkout.hold.expired")
+# A push is claimed by moving `push_due_at` past the longest a push can take (a lease).
+PUSH_LEASE = timedelta(seconds=60)
+EARLY_TOLERANCE = timedelta(seconds=2)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+Key = tuple[str, str, str]  # (company_id, customer_id, device_library_id) of a registration
+
+
+class PassUnauthorized(DomainError):
+    status = 401
+    code = "invalid_pass_token"
+
+    def __init__(self):
+        super().__init__("not an ApplePass token of this pass")
+
+
+def bad_request(detail: str) -> DomainError:
+    return DomainError(detail, code="invalid_passkit_request", status=400)
+
+
+# --- the pass's authenticationToken -------------------------------------------------------------
+
+def pass_token(pepper: str, company_id: str, customer_id: str) -> str:
+    """The pass's authenticationToken: derived, not drawn, so every download of the pass carries
+    the same one and the digest kept for it never changes (43 characters, 256 bits)."""
+    mac = hmac.new(pepper.encode("utf-8"), _TOKEN_PURPOSE + f"{company_id}:{customer_id}".encode(),
+                   hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode("ascii")
+
+
+def issue_pass(session: Session, company_id: str, customer_id: str, *, pepper: str,
+               now: datetime) -> str:
+    """Record the pass (the digest of its token) at its first download; returns the token."""
+    token = pass_token(pepper, company_id, customer_id)
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    session.execute(insert(WalletPass.__table__).values(
+        company_id=company_id, customer_id=customer_id, token_digest=key_digest(pepper, token),
+        created_at=now).on_conflict_do_nothing())
+    return token
+
+
+def _presented_token(authorization: str | None) -> str | None:
+    scheme, _, token = (authorization or "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "applepass" or not token or len(token) > IDENTIFIER_MAX:
+        return None
+    return token
+
+
+def authorized_pass(session: Session, pass_type_id: str, serial_number: str,
+                    authorization: str | None, *, our_pass_type: str, pepper: str,
+                    lock: bool = False) -> tuple[str, str]:
+    """(company_id, customer_id) of the pass the request names and its token opens; anything
+    else (another pass type, an unknown serial, another pass's or company's token) is 401."""
+    check_identifiers(pass_type_id, serial_number)
+    token = _presented_token(authorization)
+    if token is None or pass_type_id != our_pass_type:
+        raise PassUnauthorized()
+    query = select(WalletPass).where(WalletPass.customer_id == serial_number)
+    found = session.scalar(query.with_for_update() if lock else query)
+    if found is None or not hmac.compare_digest(found.token_digest, key_digest(pepper, token)):
+        raise PassUnauthorized()
+    return found.company_id, found.customer_id
+
+
+def check_identifiers(*values: str) -> None:
+    """Path values beyond Apple's bounds name nothing of ours: 404, as any unknown path id."""
+    for value in values:
+        if not value or len(value) > IDENTIFIER_MAX or not value.isprintable():
+            raise NotFound("pass")
+
+
+def push_token_of(body) -> str:
+    token = body.get("pushToken") if isinstance(body, dict) else None
+    if not isinstance(token, str) or not 0 < len(token) <= PUSH_TOKEN_MAX or not token.isalnum():
+        raise bad_request(f"pushToken must be 1 to {PUSH_TOKEN_MAX} letters and digits")
+    return token
+
+
+def log_messages(body) -> list[str]:
+    logs = body.get("logs") if isinstance(body, dict) else None
+    if (not isinstance(logs, list) or len(logs) > LOG_MESSAGES_MAX
+            or not all(isinstance(line, str) for line in logs)):
+        raise bad_request(f"logs must be a list of at most {LOG_MESSAGES_MAX} strings")
+    return [line[:LOG_MESSAGE_CHARS] for line in logs]
+
+
+# --- registrations ------------------------------------------------------------------------------
+
+_CHANGED_AT = (select(RewardAccount.updated_at)
+               .where(RewardAccount.company_id == WalletRegistration.company_id,
+                      RewardAccount.customer_id == WalletRegistration.customer_id)
+               .scalar_subquery())
+
+
+def register(session: Session, company_id: str, customer_id: str, device_id: str,
+             push_token: str, *, now: datetime) -> bool:
+    """Register the device for the pass's pushes (the pass row is locked by the caller); True
+    when it is new. A pass keeps its `DEVICES_PER_PASS` latest devices: the oldest makes room,
+    being likeliest a phone long gone."""
+    found = session.get(WalletRegistration, (company_id, customer_id, device_id))
+    if found is not None:
+        found.push_token = push_token
+        session.flush()
+        return False
+    others = session.scalars(
+        select(WalletRegistration).where(WalletRegistration.company_id == company_id,
+                                         WalletRegistration.customer_id == customer_id)
+        .order_by(WalletRegistration.created_at.desc())).all()
+    for stale in others[DEVICES_PER_PASS - 1:]:
+        session.delete(stale)
+    changed_at = session.scalar(select(RewardAccount.updated_at).where(
+        RewardAccount.company_id == company_id, RewardAccount.customer_id == customer_id))
+    session.add(WalletRegistration(company_id=company_id, customer_id=customer_id,
+                                   device_library_id=device_id, push_token=push_token,
+                                   created_at=now, seen_updated_at=changed_at or now,
+                                   push_due_at=None, push_attempts=0))
+    session.flush()
+    return True
+
+
+def unregister(session: Session, company_id: str, customer_id: str, device_id: str) -> None:
+    session.execute(delete(WalletRegistration).where(
+        WalletRegistration.company_id == company_id, WalletRegistration.customer_id == customer_id,
+        WalletRegistration.device_library_id == device_id))
+
+
+# --- update tags ----------------------------------------------------------------------------------
+
+def update_tag(moment: datetime) -> str:
+    """A tag is the moment in whole microseconds since 1970: exact, and ordered as numbers."""
+    return str((moment - _EPOCH) // timedelta(microseconds=1))
+
+
+def _moment_of(tag: str | None) -> datetime | None:
+    if not tag or len(tag) > 20 or not tag.isdigit():
+        return None  # a tag we never gave: list every pass, which a device can only re-fetch
+    return _EPOCH + timedelta(microseconds=int(tag))
+
+
+def serials_since(session: Session, device_id: str, pass_type_id: str, tag: str | None, *,
+                  our_pass_type: str) -> tuple[list[str], str | None]:
+    """The serials of the device's passes changed after `tag`, and the tag to ask with next."""
+    check_identifiers(device_id, pass_type_id)
+    if pass_type_id != our_pass_type:
+        return [], None
+    rows = session.execute(
+        select(WalletRegistration.customer_id, RewardAccount.updated_at)
+        .join(RewardAccount, (RewardAccount.company_id == WalletRegistration.company_id)
+              & (RewardAccount.customer_id == WalletRegistration.customer_id))
+        .where(WalletRegistration.device_library_id == device_id)).all()
+    since = _moment_of(tag)
+    changed = sorted(serial for serial, at in rows if since is None or at > since)
+    return changed, (update_tag(max(at for _, at in rows)) if changed else None)
+
+
+def last_modified(changed_at: datetime, now: datetime) -> datetime:
+    """The pass's Last-Modified, in whole seconds: the second after its change once that has
+    passed, so that a device sending it back is answered 304 exactly while nothing has changed
+    since (a later change is at or after the moment this answer was made)."""
+    after = changed_at.replace(microsecond=0) + timedelta(seconds=1)
+    return after if after <= now else changed_at.replace(microsecond=0)
+
+
+def modified_since(changed_at: datetime, if_modified_since: datetime | None) -> bool:
+    return if_modified_since is None or changed_at >= if_modified_since
+
+
+# --- pushes -----------------------------------------------------------------------------------------
+
+def _mark(session: Session, now: datetime, *where) -> list[Key]:
+    """Make a push due for the registrations whose pass changed after their last push; one
+    already waiting stays the one (coalesced), now covering this change too."""
+    return [tuple(row) for row in session.execute(
+        update(WalletRegistration)
+        .where(WalletRegistration.seen_updated_at < _CHANGED_AT, *where)
+        .values(push_due_at=func.coalesce(WalletRegistration.push_due_at, now),
+                seen_updated_at=_CHANGED_AT)
+        .returning(WalletRegistration.company_id, WalletRegistration.customer_id,
+                   WalletRegistration.device_library_id)
+        .execution_options(synchronize_session=False))]
+
+
+def mark_from_events(session: Session, *, dispatched_at: datetime, now: datetime) -> list[Key]:
+    """The registrations of the customers named by the events a dispatch run just took."""
+    rows = session.execute(select(OutboxEvent.company_id, OutboxEvent.payload).where(
+        OutboxEvent.dispatched_at == dispatched_at, OutboxEvent.type.in_(PASS_EVENTS))).all()
+    customers = {(company_id, json.loads(payload)["data"].get("customerId"))
+                 for company_id, payload in rows}
+    customers = sorted(pair for pair in customers if pair[1])
+    if not customers or not _any_registration(session):
+        return []
+    return _mark(session, now, tuple_(WalletRegistration.company_id,
+                                      WalletRegistration.customer_id).in_(customers))
+
+
+def mark_stale(session: Session, *, now: datetime, limit: int) -> list[Key]:
+    """The sweep: registrations behind their pass whatever changed it (maturing accruals record
+    no event). Reads every registration; they are few beside the accounts."""
+    behind = (select(WalletRegistration.company_id, WalletRegistration.customer_id,
+                     WalletRegistration.device_library_id)
+              .where(WalletRegistration.seen_updated_at < _CHANGED_AT).limit(limit))
+    keys = [tuple(row) for row in session.execute(behind)]
+    if not keys:
+        return []
+    return _mark(session, now, tuple_(WalletRegistration.company_id, WalletRegistration.customer_id,
+                                      WalletRegistration.device_library_id).in_(keys))
+
+
+def _any_registration(session: Session) -> bool:
+    return session.scalar(select(WalletRegistration.company_id).limit(1)) is not None
+
+
+def due_pushes(session: Session, *, due_before: datetime, limit: int) -> list[Key]:
+    return [tuple(row) for row in session.execute(
+        select(WalletRegistration.company_id, WalletRegistration.customer_id,
+               WalletRegistration.device_library_id)
+        .where(WalletRegistration.push_due_at <= due_before)
+        .order_by(WalletRegistration.push_due_at).limit(limit))]
+
+
+@dataclass(frozen=True)
+class Push:
+    key: Key
+    push_token: str
+    number: int  # 1 for the first attempt
+    covers: datetime  # the pass change this push tells of
+
+
+def _registration(key: Key):
+    company_id, customer_id, device_id = key
+    return (WalletRegistration.company_id == company_id,
+            WalletRegistration.customer_id == customer_id,
+            WalletRegistration.device_library_id == device_id)
+
+
+def begin_push(session: Session, key: Key, *, now: datetime) -> Push | None:
+    """Claim the registration's waiting push, or None when none is due (sent, or another
+    worker has it): each push is made once, however many jobs ask for it."""
+    row = session.execute(
+        update(WalletRegistration)
+        .where(*_registration(key), WalletRegistration.push_due_at <= now + EARLY_TOLERANCE)
+        .values(push_due_at=now + PUSH_LEASE, push_attempts=WalletRegistration.push_attempts + 1)
+        .returning(WalletRegistration.push_token, WalletRegistration.push_attempts,
+                   WalletRegistration.seen_updated_at)
+        .execution_options(synchronize_session=False)).one_or_none()
+    return None if row is None else Push(key, row.push_token, row.push_attempts,
+                                         row.seen_updated_at)
+
+
+def finish_push(session: Session, push: Push, *, sent: bool, gone: bool, retry_in: float | None,
+                now: datetime) -> bool:
+    """Record a push's end. Sent: done, unless the pass changed again meanwhile (then the next
+    push is due at once; returns True). Gone (410): the registration is removed. Else the push
+    waits `retry_in` seconds, or is given up (None) until the pass changes again."""
+    ours = (*_registration(push.key), WalletRegistration.push_attempts == push.number)
+    if gone:
+        session.execute(delete(WalletRegistration).where(
+            *ours, WalletRegistration.push_token == push.push_token))
+        return False
+    if not sent and retry_in is not None:
+        session.execute(update(WalletRegistration).where(*ours)
+                        .values(push_due_at=now + timedelta(seconds=retry_in))
+                        .execution_options(synchronize_session=False))
+        return False
+    again = session.execute(
+        update(WalletRegistration)
+        .where(*ours, WalletRegistration.seen_updated_at != bindparam("covers"))
+        .values(push_due_at=now, push_attempts=0)
+        .execution_options(synchronize_session=False), {"covers": push.covers}).rowcount == 1
+    if not again:
+        session.execute(update(WalletRegistration).where(*ours)
+                        .values(push_due_at=None, push_attempts=0)
+                        .execution_options(synchronize_session=False))
+    return again
