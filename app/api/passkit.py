@@ -35,6 +35,13 @@ def _signer():
     return signer
 
 
+def _our_pass_type() -> str | None:
+    """Without a pass certificate no pass carries a token or names this service: every request
+    for one is unauthorized (401) or finds none (204), as Apple's reference has it."""
+    signer = wallet_signer()
+    return signer.pass_type_id if signer is not None else None
+
+
 def _body(limit: int | None = None):
     if limit is not None and (request.content_length or 0) > limit:
         raise passkit.bad_request(f"the body is larger than {limit} bytes")
@@ -48,7 +55,7 @@ def _authorized(pass_type_id: str, serial: str, *, lock: bool = False) -> tuple[
     settings = current_app.config["SETTINGS"]
     return passkit.authorized_pass(request_session(), pass_type_id, serial,
                                    request.headers.get("Authorization"),
-                                   our_pass_type=_signer().pass_type_id,
+                                   our_pass_type=_our_pass_type(),
                                    pepper=settings.api_key_pepper, lock=lock)
 
 
@@ -114,7 +121,7 @@ class DevicePasses(MethodView):
         """
         changed, tag = passkit.serials_since(
             request_session(), deviceLibraryIdentifier, passTypeIdentifier,
-            request.args.get("passesUpdatedSince"), our_pass_type=_signer().pass_type_id)
+            request.args.get("passesUpdatedSince"), our_pass_type=_our_pass_type())
         if not changed:
             return Response(status=204)
         return jsonify({"serialNumbers": changed, "lastUpdated": tag})

@@ -119,8 +119,14 @@ def test_a_pass_keeps_its_ten_latest_devices(wallet_client, tenant, db):
     assert devices == [f"device-{number:02}" for number in range(2, 12)]
 
 
-def test_without_a_certificate_the_web_service_is_503(client, tenant, db):
+def test_without_a_certificate_no_pass_is_authorized_and_no_device_has_passes(client, tenant, db):
+    """No pass was issued with this service's address, so nothing can be asked of it: a 401 or
+    a 204 as Apple's reference has them, never a server error."""
     customer = make_customer(db, tenant.company_id)
-    answer = client.get(f"/passkit/v1/passes/{PASS_TYPE_ID}/{customer.id}",
-                        headers={"Authorization": "ApplePass " + "x" * 43})
-    assert (answer.status_code, answer.get_json()["code"]) == (503, "wallet_not_configured")
+    token = {"Authorization": "ApplePass " + "x" * 43}
+    fetched = client.get(f"/passkit/v1/passes/{PASS_TYPE_ID}/{customer.id}", headers=token)
+    assert (fetched.status_code, fetched.get_json()["code"]) == (401, "invalid_pass_token")
+    registered = client.post(f"/passkit/v1/devices/d1/registrations/{PASS_TYPE_ID}/{customer.id}",
+                             headers=token, json={"pushToken": "abc"})
+    assert registered.status_code == 401
+    assert client.get(f"/passkit/v1/devices/d1/registrations/{PASS_TYPE_ID}").status_code == 204

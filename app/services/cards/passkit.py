@@ -82,7 +82,7 @@ def _presented_token(authorization: str | None) -> str | None:
 
 
 def authorized_pass(session: Session, pass_type_id: str, serial_number: str,
-                    authorization: str | None, *, our_pass_type: str, pepper: str,
+                    authorization: str | None, *, our_pass_type: str | None, pepper: str,
                     lock: bool = False) -> tuple[str, str]:
     """(company_id, customer_id) of the pass the request names and its token opens; anything
     else (another pass type, an unknown serial, another pass's or company's token) is 401."""
@@ -173,7 +173,7 @@ def _moment_of(tag: str | None) -> datetime | None:
 
 
 def serials_since(session: Session, device_id: str, pass_type_id: str, tag: str | None, *,
-                  our_pass_type: str) -> tuple[list[str], str | None]:
+                  our_pass_type: str | None) -> tuple[list[str], str | None]:
     """The serials of the device's passes changed after `tag`, and the tag to ask with next."""
     check_identifiers(device_id, pass_type_id)
     if pass_type_id != our_pass_type:
