@@ -18,7 +18,7 @@ blp = Blueprint("campaigns", __name__, url_prefix="/v1", description="Campaigns"
 @blp.route("/campaigns")
 class Campaigns(MethodView):
     @blp.operation("createCampaign", scope="program:write", idempotency=(8, 100),
-                   idempotency_required=False)
+                   idempotency_required=False, errors=("campaign_limit_reached",))
     @blp.arguments(CreateCampaignRequest)
     @blp.response(201, CampaignResponse)
     def post(self, body):
@@ -40,13 +40,13 @@ class Campaigns(MethodView):
 
 @blp.route("/campaigns/<campaign_id>")
 class CampaignById(MethodView):
-    @blp.operation("updateCampaign", scope="program:write")
+    @blp.operation("updateCampaign", scope="program:write", errors=("campaign_limit_reached",))
     @blp.arguments(UpdateCampaignRequest)
     @blp.response(200, CampaignResponse)
     def patch(self, body, campaign_id):
         """Rename, end earlier or later, pause or resume a campaign."""
         campaign = campaigns.update_campaign(
-            request_session(), g.company_id, campaign_id, name=body.get("name"),
+            request_session(), g.company_id, campaign_id, now=utcnow(), name=body.get("name"),
             ends_at=body.get("endsAt"), active=body.get("active"))
         return json_response(campaigns.campaign_as_json(campaign), 200)
 
@@ -54,4 +54,4 @@ class CampaignById(MethodView):
     @blp.response(204)
     def delete(self, campaign_id):
         """End the campaign; it is kept, inactive, for the sales that used it."""
-        campaigns.delete_campaign(request_session(), g.company_id, campaign_id)
+        campaigns.delete_campaign(request_session(), g.company_id, campaign_id, now=utcnow())
