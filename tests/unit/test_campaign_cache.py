@@ -125,3 +125,13 @@ def test_a_line_gets_the_best_campaign_running_at_the_store():
     assert entry.best_for_line(elsewhere, "Y", "milk") is third
     assert entry.best_for_line(entry.running(None, NOW), "X", None) is everything
     assert entry.best_for_line(0, "X", "milk") is None
+
+
+@pytest.mark.parametrize("text", [
+    "[]", '["A"]', '["A", "B"]', '["A","B"]', '[ "A" ]', json.dumps(["Кофе", "чай"], ensure_ascii=False),
+    json.dumps(['say "hi"', "x"]), json.dumps(['a", "b', "c"]), json.dumps(["back\\slash"]),
+    json.dumps(["tab\there"]), json.dumps(["", "x"]),
+])
+def test_a_stored_list_reads_as_json_reads_it(text):
+    from app.services.program.matching import _strings
+    assert _strings(text) == json.loads(text)
