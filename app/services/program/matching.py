@@ -105,22 +105,23 @@ def _strings(text: str) -> list[str]:
 
 
 def _merged(bits: list[int], texts: list[str], lists: list[list[str]]) -> tuple[dict, int]:
-    """As `_masks`, campaign by campaign: only the values a campaign shares with those before it
-    are merged one by one."""
     masks: dict[str, int] = {}
     held = 0
-    single, merged_mask = set(bits), sys.getsizeof(1 << len(bits))
+    merged_mask = sys.getsizeof(1 << len(bits))
     for bit, text, values in zip(bits, texts, lists):
-        own = dict.fromkeys(values, bit)
-        shared = own.keys() & masks.keys()
-        if not shared:
-            held += _strings_bound(text, len(own))
-        else:
-            held += sum(map(sys.getsizeof, own.keys() - shared))
-            # A value named by one campaign so far gets a mask object of its own.
-            held += merged_mask * sum(map(single.__contains__, map(masks.__getitem__, shared)))
-            own.update({value: masks[value] | bit for value in shared})
-        masks.update(own)
+        if masks.keys().isdisjoint(values):
+            masks.update(zip(values, repeat(bit)))
+            held += _strings_bound(text, len(values))
+            continue
+        for value in values:
+            known = masks.get(value)
+            if known is None:
+                masks[value] = bit
+                held += sys.getsizeof(value)
+            else:
+                if known & (known - 1) == 0:  # one campaign's bit so far: a mask of its own now
+                    held += merged_mask
+                masks[value] = known | bit
     return masks, held
 
 
