@@ -22,7 +22,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from harness import PEPPER, Client, bench_database, gunicorn_process  # puts the repository on sys.path
+# harness also puts the repository on sys.path
+from harness import PEPPER, Client, bench_database, gunicorn_process
 from sqlalchemy import update
 
 from app import create_app  # noqa: E402

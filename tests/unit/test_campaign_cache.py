@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from app.services.program.campaign_cache import CAMPAIGN_CACHE_BYTES, MIB, BoundedCache
-from app.services.program.matching import _cache, build
+from app.services.program.matching import _cache, _strings, build
 
 Row = namedtuple("Row", "id starts_at ends_at accrual_bp skus categories store_ids")
 NOW = datetime(2026, 5, 1, 12, tzinfo=timezone.utc)
@@ -128,10 +128,10 @@ def test_a_line_gets_the_best_campaign_running_at_the_store():
 
 
 @pytest.mark.parametrize("text", [
-    "[]", '["A"]', '["A", "B"]', '["A","B"]', '[ "A" ]', json.dumps(["Кофе", "чай"], ensure_ascii=False),
+    "[]", '["A"]', '["A", "B"]', '["A","B"]', '[ "A" ]',
+    json.dumps(["Кофе", "чай"], ensure_ascii=False),
     json.dumps(['say "hi"', "x"]), json.dumps(['a", "b', "c"]), json.dumps(["back\\slash"]),
     json.dumps(["tab\there"]), json.dumps(["", "x"]),
 ])
 def test_a_stored_list_reads_as_json_reads_it(text):
-    from app.services.program.matching import _strings
     assert _strings(text) == json.loads(text)

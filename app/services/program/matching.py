@@ -84,7 +84,7 @@ NO_CAMPAIGNS = CompanyCampaigns(0, (), [], {}, {}, {}, 0, 0, 0)
 def _masks(bits: list[int], texts: list[str]) -> tuple[dict[str, int], int]:
     """Value → mask of the campaigns whose JSON list names it; and an upper bound of the bytes
     its keys and masks weigh beyond the dict itself. When no value is named twice (the usual
-    case) the dict is made in one pass at C speed; else the campaigns are merged one by one."""
+    case) the dict is made in one pass at C speed; else `_merged` goes campaign by campaign."""
     lists = [_strings(text) for text in texts]
     counts = list(map(len, lists))
     masks = dict(zip(chain.from_iterable(lists), chain.from_iterable(map(repeat, bits, counts))))
@@ -105,6 +105,8 @@ def _strings(text: str) -> list[str]:
 
 
 def _merged(bits: list[int], texts: list[str], lists: list[list[str]]) -> tuple[dict, int]:
+    """As `_masks`: a campaign naming only new values goes in whole, one sharing values with
+    those before it value by value."""
     masks: dict[str, int] = {}
     held = 0
     merged_mask = sys.getsizeof(1 << len(bits))
@@ -143,7 +145,7 @@ def build(version: int, rows) -> CompanyCampaigns:
     by_category, category_bytes = _masks(bits, [row.categories for row in rows])
     by_store, store_bytes = _masks(bits, [row.store_ids for row in rows])
     any_line = any_store = 0
-    for bit, row, campaign in zip(bits, rows, campaigns):
+    for bit, row in zip(bits, rows):
         if row.skus == "[]" and row.categories == "[]":
             any_line |= bit
         if row.store_ids == "[]":
