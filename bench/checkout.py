@@ -204,7 +204,8 @@ def switch_campaigns(app, shop: Shop, ids: list[str], active: bool) -> None:
 
     session = app.extensions["session_factory"]()
     for campaign_id in ids:
-        campaigns.update_campaign(session, shop.company_id, campaign_id, active=active)
+        campaigns.update_campaign(session, shop.company_id, campaign_id, now=utcnow(),
+                                  active=active)
     session.commit()
     session.close()
 

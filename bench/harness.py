@@ -78,6 +78,13 @@ def _free_port() -> int:
 
 @contextmanager
 def gunicorn(database_url: str, workers: int = 4, worker_class: str = "sync", **env):
+    with gunicorn_process(database_url, workers, worker_class, **env) as (port, _):
+        yield port
+
+
+@contextmanager
+def gunicorn_process(database_url: str, workers: int = 4, worker_class: str = "sync", **env):
+    """As `gunicorn`, yielding the master process too (its children are the workers)."""
     port = _free_port()
     command = [sys.executable, "-m", "gunicorn", "wsgi:app", "-b", f"127.0.0.1:{port}",
                "-w", str(workers), "-k", worker_class, "--log-level", "warning"]
@@ -95,7 +102,7 @@ def gunicorn(database_url: str, workers: int = 4, worker_class: str = "sync", **
                 if time.monotonic() > deadline:
                     raise RuntimeError("gunicorn did not start")
                 time.sleep(0.2)
-        yield port
+        yield port, process
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)

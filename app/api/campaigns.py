@@ -18,7 +18,7 @@ blp = Blueprint("campaigns", __name__, url_prefix="/v1", description="Campaigns"
 @blp.route("/campaigns")
 class Campaigns(MethodView):
     @blp.operation("createCampaign", scope="program:write", idempotency=(8, 100),
-                   idempotency_required=False)
+                   idempotency_required=False, errors=("campaign_limit_reached",))
     @blp.arguments(CreateCampaignRequest)
     @blp.response(201, CampaignResponse)
     def post(self, body):
@@ -27,7 +27,9 @@ class Campaigns(MethodView):
         `endsAt` must follow `startsAt`; `skus`, `categories` and `storeIds` narrow which lines it
         covers (none named: every line; an unknown store is a 422). On a line it covers while active
         and in [startsAt, endsAt), the largest percent of the customer's and every applying
-        campaign's is the accrual percent: campaigns do not add up. The Idempotency-Key is optional.
+        campaign's is the accrual percent: campaigns do not add up. A company has at most 100 live
+        campaigns (active and not ended): one more is a 409 `campaign_limit_reached`. The
+        Idempotency-Key is optional.
         """
         campaign = campaigns.create_campaign(
             request_session(), g.company_id, name=body["name"], starts_at=body["startsAt"],
@@ -50,18 +52,19 @@ class Campaigns(MethodView):
 
 @blp.route("/campaigns/<campaign_id>")
 class CampaignById(MethodView):
-    @blp.operation("updateCampaign", scope="program:write")
+    @blp.operation("updateCampaign", scope="program:write", errors=("campaign_limit_reached",))
     @blp.arguments(UpdateCampaignRequest)
     @blp.response(200, CampaignResponse)
     def patch(self, body, campaign_id):
         """Rename, end earlier or later, pause or resume a campaign.
 
         Give any of `name`, `endsAt`, `active`; the skus, categories, stores and percent are fixed
-        once created (make another campaign). Quotes made after the change use it. Another
-        company's id is a 404.
+        once created (make another campaign). Quotes made after the change use it. Making a
+        campaign live again beyond the company's 100 live ones is a 409 `campaign_limit_reached`.
+        Another company's id is a 404.
         """
         campaign = campaigns.update_campaign(
-            request_session(), g.company_id, campaign_id, name=body.get("name"),
+            request_session(), g.company_id, campaign_id, now=utcnow(), name=body.get("name"),
             ends_at=body.get("endsAt"), active=body.get("active"))
         return json_response(campaigns.campaign_as_json(campaign), 200)
 
@@ -73,4 +76,4 @@ class CampaignById(MethodView):
         204. The campaign stops applying to new quotes but is kept, inactive, because sales name it
         as their lines' `campaignId`; it stays in the list.
         """
-        campaigns.delete_campaign(request_session(), g.company_id, campaign_id)
+        campaigns.delete_campaign(request_session(), g.company_id, campaign_id, now=utcnow())

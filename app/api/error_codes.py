@@ -23,6 +23,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "pos_key_in_use": (409, "another terminal of the company has this posKey"),
     "return_exceeds_sale": (409, "more of a line than is left of it"),
     "receipt_already_committed": (409, "the receipt has a committed sale"),
+    "campaign_limit_reached": (409, "a campaign created or resumed beyond the company's 100 "
+                                    "live ones (active and not ended)"),
     "idempotency_key_in_use": (409, "a request with this Idempotency-Key is still running"),
     "payload_too_large": (413, "a body over MAX_CONTENT_LENGTH"),
     "unsupported_media_type": (415, "a body that is not JSON"),

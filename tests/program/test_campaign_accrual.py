@@ -2,9 +2,12 @@
 campaign's, matched by store, sku and the catalog's category; kept on the sale's lines."""
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import event
 
-from tests.checkout.conftest import line
+from app.services.program import matching
+from tests.checkout.conftest import Register, build_shop, line
+from tests.conftest import make_tenant
 from tests.program.helpers import change_program, create_campaign, moment
 
 RECEIPT = [line("1", "100.00", sku="LATTE"), line("2", "100.00", sku="BUN"),
@@ -149,3 +152,38 @@ class _statements:
 
     def __exit__(self, *exc):
         event.remove(self.engine, "before_cursor_execute", self._count)
+
+
+@pytest.fixture
+def process_cache():
+    """The process's campaign cache, emptied, with its budget given back afterwards."""
+    cache, budget = matching._cache, matching._cache.budget
+    cache.clear()
+    yield cache
+    cache.budget = budget
+    cache.clear()
+
+
+def test_many_companies_campaigns_stay_within_the_process_budget(app, process_cache):
+    """CONTRACT §15: whatever any number of companies do, the process holds at most its budget
+    of campaigns (64 MiB; here two and a half companies' worth): the company quoted least
+    recently is dropped, and its next quote reads its campaigns again."""
+    shops, campaigns = [], []
+    for index in range(6):
+        shop = build_shop(app, make_tenant(app, f"Shop {index}"))
+        skus = ["LATTE", *(f"SKU-{index}-{i:05d}" for i in range(500))]
+        campaigns.append(create_campaign(app.test_client(), shop.tenant, skus=skus,
+                                         accrualPercent=f"{10 + index}")["id"])
+        shops.append(shop)
+    for index, shop in enumerate(shops):
+        quote = quoted(Register(app.test_client(), shop), shop.customer())
+        assert percents(quote)[0] == (f"{10 + index}.00", campaigns[index])
+        if index == 0:
+            process_cache.budget = process_cache.held * 5 // 2
+        assert process_cache.held <= process_cache.budget
+    held = process_cache.companies()
+    assert held == [shops[4].tenant.company_id, shops[5].tenant.company_id]
+    first = shops[0]
+    assert percents(quoted(Register(app.test_client(), first), first.customer()))[0] == (
+        "10.00", campaigns[0])
+    assert process_cache.companies() == [shops[5].tenant.company_id, first.tenant.company_id]

@@ -68,6 +68,14 @@ def test_the_list_is_newest_first_in_pages(client, tenant):
     assert [item["id"] for item in page["items"] + second["items"]] == made[::-1]
 
 
+@pytest.mark.parametrize("query", ["pageSize=0", "pageSize=201", "page=0"])
+def test_a_page_is_at_most_200_campaigns(client, tenant, query):
+    # One campaign shows at most ~130 KB (1,000 skus, 100 categories, 1,000 stores in full):
+    # the spec's pageSize bound keeps a page within 200 of them.
+    response = client.get(f"/v1/campaigns?{query}", headers=tenant.headers())
+    assert _locs(response) == [["query", query.split("=")[0]]]
+
+
 def test_a_change_and_a_delete_keep_the_campaign(client, tenant):
     campaign = create_campaign(client, tenant)
     path = f"/v1/campaigns/{campaign['id']}"

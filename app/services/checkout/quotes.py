@@ -58,11 +58,13 @@ def _needs_lock(ctx, now: datetime, touched: bool) -> bool:
             or spend.needs_refresh(ctx, ctx, now))
 
 
-def _receipt(lines: list[dict], items: dict, campaigns: list[matching.LiveCampaign]):
+def _receipt(lines: list[dict], items: dict, campaigns: matching.CompanyCampaigns,
+             running: int):
     receipt = []
     for line in lines:
         redeemable, accruable, category = items.get(line.get("sku"), _NOT_IN_CATALOG)
-        campaign = matching.best_for_line(campaigns, line.get("sku"), category) if campaigns else None
+        campaign = (campaigns.best_for_line(running, line.get("sku"), category)
+                    if running else None)
         receipt.append(pricing.ReceiptLine(
             line["line_id"], line["amount"], redeemable, accruable,
             campaign.accrual_bp if campaign else 0, campaign.id if campaign else None))
@@ -97,9 +99,8 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
         spend.refresh_noticed(work, account, tier_list, now)
         available, customer_spend = account.available, account.spend
 
-    campaigns = matching.running(
-        matching.live_campaigns(work, company_id, ctx.campaigns_version, now), ctx.store_id, now)
-    receipt = _receipt(lines, items, campaigns)
+    campaigns = matching.live_campaigns(work, company_id, ctx.campaigns_version, now)
+    receipt = _receipt(lines, items, campaigns, campaigns.running(ctx.store_id, now))
     reason = _restriction(ctx, now, available, receipt)
     priced = pricing.price_receipt(
         receipt, max_redeem_bp=ctx.max_redeem_bp,
