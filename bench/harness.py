@@ -76,6 +76,22 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def wait_until_serving(port: int, timeout: float = 30) -> None:
+    """Returns once GET /health on the port answers 200."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            connection.request("GET", "/health")
+            if connection.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing served on port {port}")
+        time.sleep(0.2)
+
+
 @contextmanager
 def gunicorn(database_url: str, workers: int = 4, worker_class: str = "sync", **env):
     with gunicorn_process(database_url, workers, worker_class, **env) as (port, _):
@@ -91,17 +107,7 @@ def gunicorn_process(database_url: str, workers: int = 4, worker_class: str = "s
     process = subprocess.Popen(command, cwd=ROOT, env=environment(database_url, **env),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                connection.request("GET", "/health")
-                if connection.getresponse().status == 200:
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("gunicorn did not start")
-                time.sleep(0.2)
+        wait_until_serving(port)
         yield port, process
     finally:
         process.send_signal(signal.SIGTERM)

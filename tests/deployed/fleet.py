@@ -46,14 +46,15 @@ def _as_postgres() -> list[str]:
 class ThrowawayPgBouncer:
     """deploy/pgbouncer/pgbouncer.ini, pointed at the throwaway PostgreSQL."""
 
-    def __init__(self, directory: Path, postgres_port: int):
+    def __init__(self, directory: Path, postgres_port: int, database: str = DATABASE):
         self.directory = directory / "pgbouncer"
+        self.database = database
         self.directory.mkdir()
         self.port = free_port()
         config = configparser.ConfigParser(inline_comment_prefixes=(";",), interpolation=None)
         config.read(DEPLOY / "pgbouncer" / "pgbouncer.ini")
         assert config["pgbouncer"]["pool_mode"] == "transaction"
-        config["databases"] = {DATABASE: f"host=127.0.0.1 port={postgres_port} dbname={DATABASE}"}
+        config["databases"] = {database: f"host=127.0.0.1 port={postgres_port} dbname={database}"}
         config["pgbouncer"].update({
             "listen_addr": "127.0.0.1", "listen_port": str(self.port),
             # The throwaway PostgreSQL trusts every local user; PgBouncer then only checks the
@@ -74,7 +75,7 @@ class ThrowawayPgBouncer:
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{DATABASE}"
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{self.database}"
 
     def start(self) -> None:
         self.process = subprocess.Popen([*_as_postgres(), _program("pgbouncer"), str(self.ini)],
