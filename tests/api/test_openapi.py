@@ -17,8 +17,9 @@ SPEC_SCHEMA_NAMES = set("""
     CreateCredentialRequest IssuedCredentialResponse CredentialListResponse HTTPValidationError
 """.split())
 # CONTRACT §13: the spec's 29 rows, revocation, OTP (2), webhook endpoints (3), gift-card lookup,
-# card page and card pass; and §15: the program's change, campaigns create, list, change, delete.
-OPERATION_COUNT = 43
+# card page and card pass; §15: the program's change, campaigns create, list, change, delete;
+# and §17's four reports.
+OPERATION_COUNT = 47
 
 
 def _openapi_path(rule: str) -> str:
