@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKeyConstraint, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKeyConstraint, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UtcDateTime
@@ -91,6 +91,8 @@ class Sale(TenantMixin, Base):
         UniqueConstraint("company_id", "checkout_session_id"),
         # A customer's sales in the tier window (app.services.rewards.spend).
         Index("ix_sales_customer_committed", "company_id", "customer_id", "committed_at"),
+        # The reports' sales of a period (migration 0016_report_indexes).
+        Index("ix_sales_company_committed", "company_id", "committed_at"),
     )
 
     checkout_session_id: Mapped[str] = mapped_column(String(36))
@@ -117,6 +119,11 @@ class SaleLine(Base):
     __tablename__ = "sale_lines"
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "sale_id"], ["sales.company_id", "sales.id"]),
+        # The program report's campaign lines (migration 0016_report_indexes).
+        Index("ix_sale_lines_campaign", "company_id", "campaign_id",
+              postgresql_include=["sale_id", "accrual"],
+              postgresql_where=text("campaign_id IS NOT NULL"),
+              sqlite_where=text("campaign_id IS NOT NULL")),
     )
 
     company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -144,6 +151,7 @@ class Return(TenantMixin, Base):
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "sale_id"], ["sales.company_id", "sales.id"]),
         Index("ix_returns_sale", "company_id", "sale_id"),
+        Index("ix_returns_company_created", "company_id", "created_at"),  # the reports'
     )
 
     sale_id: Mapped[str] = mapped_column(String(36))

@@ -100,6 +100,14 @@ class LedgerEntry(TenantMixin, Base):
         ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
         Index("ix_ledger_entries_customer", "company_id", "customer_id", "created_at"),
         Index("ix_ledger_entries_maturing", "status", "available_at"),
+        # The ledger report's movements of a period and what matured in it (migration
+        # 0016_report_indexes): the sums come from the index alone on PostgreSQL.
+        Index("ix_ledger_entries_company_created", "company_id", "created_at",
+              postgresql_include=["type", "amount"]),
+        Index("ix_ledger_entries_matured", "company_id", "available_at",
+              postgresql_include=["status", "amount"],
+              postgresql_where=text("available_at > created_at"),
+              sqlite_where=text("available_at > created_at")),
     )
 
     customer_id: Mapped[str] = mapped_column(String(36))

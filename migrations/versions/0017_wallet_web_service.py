@@ -6,13 +6,13 @@ each. The pass's update tag is its reward account's `updated_at`, which every ch
 balance already writes: nothing is added to the register's statements.
 
 Revision ID: 0017_wallet_web_service
-Revises: 0015_webhook_secret_rotation
+Revises: 0016_report_indexes
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0017_wallet_web_service"
-down_revision = "0015_webhook_secret_rotation"
+down_revision = "0016_report_indexes"
 branch_labels = None
 depends_on = None
 

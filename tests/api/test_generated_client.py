@@ -125,3 +125,15 @@ def test_a_register_day_through_the_generated_client(generated, tenant):
         (m.ActivityType.REDEMPTION, m.ActivityStatus.ACTIVE),
         (m.ActivityType.ACCRUAL, m.ActivityStatus.ACTIVE),
         (m.ActivityType.ACCRUAL_REVERSAL, m.ActivityStatus.ACTIVE)}
+
+    # The store manager's evening: the shift by cashier, as the back office reads it.
+    from app.db import utcnow
+    from app.services.reports.periods import moscow_day
+    today = moscow_day(utcnow())
+    shift = call("reports.get_register_report").sync(
+        client=client, from_=today, to=today, group_by=m.RegisterGrouping.CASHIER)
+    assert isinstance(shift, m.RegisterReport) and len(shift.items) == 1
+    olga = shift.items[0]
+    assert (olga.name, olga.sales, olga.returns) == ("Olga", 1, 1)
+    assert money(olga.amount) == Decimal("300.00") - discount
+    assert olga.returned_amount == "100.00" and olga.discount == quote.discount

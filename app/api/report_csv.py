@@ -1,0 +1,55 @@
+"""Reports as CSV (CONTRACT §17): a header row, then one row per item, money as in JSON,
+UTF-8, sent as an attachment and streamed row by row, so a long report is never one string
+in memory."""
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+
+from flask import Response, request
+
+CSV = "text/csv"
+# The byte order mark lets a spreadsheet tell UTF-8 (Cyrillic names) from the desktop's code
+# page; Python's utf-8-sig and accounting imports skip it.
+_BOM = "\ufeff"
+
+
+def wants_csv() -> bool:
+    """The request's Accept prefers CSV to JSON (JSON when it says nothing or anything else)."""
+    return request.accept_mimetypes.best_match(["application/json", CSV]) == CSV
+
+
+def csv_response(name: str, first: str, last: str, header: list[str],
+                 rows: Iterable[list]) -> Response:
+    def lines():
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(header)
+        yield _BOM + buffer.getvalue()
+        for row in rows:
+            buffer.seek(0)
+            buffer.truncate()
+            writer.writerow(["" if value is None else value for value in row])
+            yield buffer.getvalue()
+
+    return Response(lines(), status=200, mimetype=CSV, headers={
+        "Content-Disposition": f'attachment; filename="{name}-{first}-{last}.csv"'})
+
+
+def item_rows(header: list[str], items: Iterable[dict]) -> Iterable[list]:
+    """An answer's items as rows, their fields in the header's order."""
+    return ([item[field] for field in header] for item in items)
+
+
+def figure_rows(figures: dict) -> Iterable[list]:
+    """A one-object answer as (figure, value) rows; its lists' entries named by their first
+    field, then the field (`expiring.2026-05.amount`)."""
+    for name, value in figures.items():
+        if isinstance(value, list):
+            for entry in value:
+                label, *rest = entry.items()
+                for field, field_value in rest:
+                    yield [f"{name}.{label[1]}.{field}", field_value]
+        else:
+            yield [name, value]

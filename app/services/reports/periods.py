@@ -1,0 +1,120 @@
+"""Calendar days and months in Europe/Moscow, the reports' periods (CONTRACT §17), and the one
+snapshot every report reads.
+
+Day boundaries are turned into UTC instants here, in Python, and rows are bucketed by an
+explicit Moscow zone in the statement: nothing depends on the database session's time zone."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import String, text
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.expression import ColumnElement
+from sqlalchemy.sql.functions import FunctionElement
+
+MOSCOW = ZoneInfo("Europe/Moscow")
+MOST_DAYS = 366  # a period's length, both ends counted
+DAY, MONTH = "day", "month"
+
+
+@dataclass(frozen=True)
+class Period:
+    """Moscow calendar days `first` to `last`, both included."""
+
+    first: date
+    last: date
+
+    @property
+    def start(self) -> datetime:
+        return moscow_midnight(self.first)
+
+    @property
+    def end(self) -> datetime:
+        """The first instant after the period."""
+        return moscow_midnight(self.last + timedelta(days=1))
+
+    def keys(self, unit: str) -> list[str]:
+        """Every day (or month) of the period as its key, in order: periods with nothing in
+        them are listed too."""
+        keys, day = [], self.first
+        while day <= self.last:
+            key = period_key(day, unit)
+            if not keys or keys[-1] != key:
+                keys.append(key)
+            day += timedelta(days=1)
+        return keys
+
+
+def moscow_midnight(day: date) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=MOSCOW).astimezone(timezone.utc)
+
+
+def moscow_day(moment: datetime) -> date:
+    return moment.astimezone(MOSCOW).date()
+
+
+def period_key(day: date, unit: str) -> str:
+    return day.isoformat() if unit == DAY else day.isoformat()[:7]
+
+
+def months_from(day: date, count: int) -> list[str]:
+    """`count` calendar months as "YYYY-MM", the one holding `day` first."""
+    year, month = day.year, day.month
+    months = []
+    for _ in range(count):
+        months.append(f"{year:04d}-{month:02d}")
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return months
+
+
+class moscow_period(FunctionElement):
+    """The Moscow day ("YYYY-MM-DD") or month ("YYYY-MM") a UTC moment falls in, in SQL."""
+
+    type = String()
+    inherit_cache = True
+    name = "moscow_period"
+
+    def __init__(self, moment: ColumnElement, unit: str):
+        super().__init__(moment, text(f"'{'YYYY-MM-DD' if unit == DAY else 'YYYY-MM'}'"))
+
+
+@compiles(moscow_period, "postgresql")
+def _moscow_period_postgresql(element, compiler, **kw):
+    moment, pattern = list(element.clauses)
+    return (f"to_char(({compiler.process(moment, **kw)}) AT TIME ZONE 'Europe/Moscow', "
+            f"{compiler.process(pattern, **kw)})")
+
+
+@compiles(moscow_period, "sqlite")
+def _moscow_period_sqlite(element, compiler, **kw):
+    # SQLite knows no zones: the function `snapshot` gives the connection does it in Python.
+    moment, pattern = list(element.clauses)
+    return f"moscow_period({compiler.process(moment, **kw)}, {compiler.process(pattern, **kw)})"
+
+
+def _sqlite_moscow_period(stored: str | None, pattern: str) -> str | None:
+    if stored is None:
+        return None
+    moment = datetime.fromisoformat(stored).replace(tzinfo=timezone.utc)
+    return period_key(moscow_day(moment), DAY if pattern == "YYYY-MM-DD" else MONTH)
+
+
+def snapshot(session: Session) -> None:
+    """Begin the report's one transaction: on PostgreSQL REPEATABLE READ and READ ONLY, so every
+    statement of the report sees the same moment and none can lock or write a row (the
+    caller gives a session outside any transaction). SQLite's transaction is a snapshot
+    already; its connection gets the Moscow bucketing function."""
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    else:
+        connection.connection.dbapi_connection.create_function(
+            "moscow_period", 2, _sqlite_moscow_period, deterministic=True)
+
+
+def as_int(value) -> int:
+    """A SUM as exact kopecks (PostgreSQL sums bigint as numeric; nothing summed is None)."""
+    return int(value or 0)
