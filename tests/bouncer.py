@@ -3,7 +3,7 @@ server, and databases whose own time zone is not UTC (CONTRACT §19).
 
 `make test`'s PostgreSQL pass runs the suite (but tests/deployed/) a second time with
 TEST_THROUGH_PGBOUNCER=1: the suite's database is then one of these, and the app reaches it
-through one of these PgBouncers (tests/conftest.py); tests/fleet/ runs only then.
+through one of these PgBouncers (tests/conftest.py); tests/pooling/ runs only then.
 """
 from __future__ import annotations
 
