@@ -138,9 +138,11 @@ def test_every_line_of_a_large_receipt_gets_the_campaign_a_scan_would_give():
     """The receipt is matched campaign by campaign against the lines still without one; it
     must give each line what looking through the campaigns line by line gives."""
     generator = random.Random(20)
-    rows = [row(c, bp=3000 - c, skus=[f"S{v}" for v in generator.sample(range(400), 60)]
-                if c % 3 else [f"S{c}"], categories=[f"C{v}" for v in generator.sample(range(30), 2)]
-                if c % 2 else [])
+    def some(prefix: str, among: int, count: int) -> list[str]:
+        return [f"{prefix}{value}" for value in generator.sample(range(among), count)]
+
+    rows = [row(c, bp=3000 - c, skus=some("S", 400, 60) if c % 3 else [f"S{c}"],
+                categories=some("C", 30, 2) if c % 2 else [])
             for c in range(40)]
     # One naming neither, in the middle, at store A only: there it takes every line left.
     rows.insert(20, row(99, bp=2980, stores=["A"]))
