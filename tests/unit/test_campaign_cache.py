@@ -72,6 +72,21 @@ def test_an_entry_weighs_no_more_than_it_says(shape):
     assert entry.size <= 2 * retained
 
 
+def test_a_new_version_shares_the_sets_of_the_last_and_counts_them_once():
+    """A change re-reads the small columns only: the new entry holds the same sets, so building
+    it keeps almost nothing more, and the cache, which lets the old entry go, holds one copy."""
+    rows = campaigns_of(1, 100, 1000)
+    first = entry_of(1, rows)
+    cache = BoundedCache(CAMPAIGN_CACHE_BYTES)
+    cache.put("company", first)
+    renamed, retained = retained_bytes(lambda: build(2, rows, first.narrowings))
+    assert all(new.narrowing is old.narrowing
+               for new, old in zip(renamed.campaigns, first.campaigns, strict=True))
+    assert retained < first.size // 100
+    cache.put("company", renamed)
+    assert cache.held == renamed.size and cache.latest("company") is renamed
+
+
 def test_many_companies_never_hold_more_than_the_budget():
     generator = random.Random(15)
     shapes = [campaigns_of(company, generator.randint(1, 30), generator.choice([0, 10, 400]),
