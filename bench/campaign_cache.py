@@ -3,9 +3,11 @@ sync worker, so that every request meets the same cache:
 
   (a) the first quote after a campaign change, at a company with 100 live campaigns of 1,000
       skus and 100 categories each: each round renames one campaign (PATCH, which moves the
-      company's campaigns version), then times the next quote (the worker reads the campaigns
-      and builds the company's entry) and the one after it (from the cache). Twice: campaigns
-      naming skus no other names, and each sku named by two campaigns (the merging path);
+      company's campaigns version), then times the next quote (the worker reads the campaigns'
+      small columns again) and the one after it (from the cache); then pauses that campaign,
+      quotes, resumes it and times the next quote (its lists are read again, alone). The very
+      first quote in the process (every list read) is timed once. Twice: campaigns naming skus
+      no other names, and each sku named by two campaigns;
   (b) the worker's RSS before and after quotes at `--companies` companies of 100 such
       campaigns each (about 10 MiB of entry each), two rounds, against the 64 MiB bound.
 
@@ -121,8 +123,11 @@ class Register(Client):
         return body
 
     def rename_campaign(self, name: str) -> None:
+        self.change_campaign({"name": name})
+
+    def change_campaign(self, fields: dict) -> None:
         status, body = self.call("change", "PATCH", f"/v1/campaigns/{self.company.campaign_id}",
-                                 {"name": name})
+                                 fields)
         assert status == 200, body
 
 
@@ -146,18 +151,28 @@ def _cpu_ms(pid: int) -> float:
 
 def first_quotes(port: int, master, company: Company, rounds: int) -> dict:
     register, worker = Register(port, company), _worker(master)
-    quote = register.quote("warm")
+    quote = register.quote("first in the process")
     given = [line["campaignId"] is not None for line in quote["lines"]]
-    cpu = {"first after a change": 0.0, "next, cached": 0.0}
+    cpu = {"first after a rename": 0.0, "next, cached": 0.0, "first after a resume": 0.0}
     for round_ in range(rounds):
         register.rename_campaign(f"Campaign 0, round {round_}")
-        for name in cpu:
-            before = _cpu_ms(worker)
-            register.quote(name)
-            cpu[name] += _cpu_ms(worker) - before
-    return {"lines given a campaign": given} | {
-        f"{name} ms": _milliseconds(register.latencies[name])
-        | {"worker cpu mean": round(cpu[name] / rounds, 1)} for name in cpu}
+        for name in ("first after a rename", "next, cached"):
+            cpu[name] += _timed_quote(register, worker, name)
+        register.change_campaign({"active": False})
+        register.quote("first after a pause")
+        register.change_campaign({"active": True})  # its lists are read again, alone
+        cpu["first after a resume"] += _timed_quote(register, worker, "first after a resume")
+    return {"lines given a campaign": given,
+            "first in the process ms": _milliseconds(register.latencies["first in the process"])
+            } | {f"{name} ms": _milliseconds(register.latencies[name])
+                 | {"worker cpu mean": round(cpu[name] / rounds, 1)} for name in cpu}
+
+
+def _timed_quote(register: Register, worker: int, name: str) -> float:
+    """The worker's CPU ms for one quote."""
+    before = _cpu_ms(worker)
+    register.quote(name)
+    return _cpu_ms(worker) - before
 
 
 def _worker_rss_mib(master) -> dict:

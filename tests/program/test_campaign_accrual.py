@@ -139,12 +139,58 @@ def test_a_campaign_change_reaches_the_next_quote(app, client, register, shop):
     assert percents(quoted(register, customer))[0] == ("15.00", None)
 
 
-class _statements:
-    def __init__(self, app):
-        self.engine, self.seen = app.extensions["engine"], []
+def test_a_change_reads_again_only_the_lists_of_campaigns_the_process_did_not_hold(
+        app, client, register, shop):
+    """A campaign's skus, categories and stores are fixed once made, so the first quote after
+    a rename, a pause or a new end reads no campaign's lists, and after a campaign is made or
+    resumed it reads that campaign's alone (CONTRACT §15: the first quote after a change is
+    cheap whatever the other campaigns name)."""
+    shop.catalog({"LATTE": (True, True), "BUN": (True, True)}, categories={"BUN": "bakery"})
+    by_sku = create_campaign(client, shop.tenant, accrualPercent="9", skus=["LATTE"])["id"]
+    by_category = create_campaign(client, shop.tenant, accrualPercent="7",
+                                  categories=["bakery"])["id"]
+    paused = create_campaign(client, shop.tenant, accrualPercent="8", skus=["BUN"])["id"]
+    customer = shop.customer()
+    assert percents(quoted(register, customer)) == [("9.00", by_sku), ("8.00", paused),
+                                                    ("5.00", None)]
+    for campaign, body in ((by_sku, {"name": "Renamed"}), (paused, {"active": False}),
+                           (by_category, {"endsAt": moment(days=9)})):
+        response = client.patch(f"/v1/campaigns/{campaign}", json=body,
+                                headers=shop.tenant.headers())
+        assert response.status_code == 200, response.get_json()
 
-    def _count(self, conn, cursor, statement, *args):
-        self.seen.append(statement)
+    def lists_read(seen) -> list[str]:
+        """Whose lists the quote read: the campaigns its reads of lists name, or all of them
+        for a read by the company alone."""
+        named = []
+        for sql, parameters in seen:
+            if "FROM campaigns" in sql and "skus" in sql:
+                named += [campaign for campaign in (by_sku, by_category, paused, newer)
+                          if campaign in repr(parameters)] or ["every campaign"]
+        return named
+
+    newer = "none yet"
+    with _statements(app, parameters=True) as seen:
+        assert percents(quoted(register, customer)) == [("9.00", by_sku), ("7.00", by_category),
+                                                        ("5.00", None)]
+    assert [sql for sql, _ in seen if "FROM campaigns" in sql] and not lists_read(seen)
+    newer = create_campaign(client, shop.tenant, accrualPercent="12", skus=["LATTE"])["id"]
+    with _statements(app, parameters=True) as seen:
+        assert percents(quoted(register, customer))[0] == ("12.00", newer)
+    assert lists_read(seen) == [newer]
+    # A paused campaign was let go; resumed, its lists are read again, and they still apply.
+    client.patch(f"/v1/campaigns/{paused}", json={"active": True}, headers=shop.tenant.headers())
+    with _statements(app, parameters=True) as seen:
+        assert percents(quoted(register, customer))[1] == ("8.00", paused)
+    assert lists_read(seen) == [paused]
+
+
+class _statements:
+    def __init__(self, app, parameters: bool = False):
+        self.engine, self.seen, self.parameters = app.extensions["engine"], [], parameters
+
+    def _count(self, conn, cursor, statement, parameters, *args):
+        self.seen.append((statement, parameters) if self.parameters else statement)
 
     def __enter__(self):
         event.listen(self.engine, "before_cursor_execute", self._count)

@@ -13,7 +13,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from app.services.program.campaign_cache import CAMPAIGN_CACHE_BYTES, MIB, BoundedCache
-from app.services.program.matching import _cache, _strings, build
+from app.services.program.matching import (_cache, _strings, best_for_lines, build,
+                                           narrowing)
 
 Row = namedtuple("Row", "id starts_at ends_at accrual_bp skus categories store_ids")
 NOW = datetime(2026, 5, 1, 12, tzinfo=timezone.utc)
@@ -24,6 +25,12 @@ def row(index: int, *, skus=(), categories=(), stores=(), bp: int = 1000,
     return Row(f"00000000-0000-4000-8000-{index:012d}", NOW + starts, NOW + timedelta(days=7),
                bp, json.dumps(list(skus), ensure_ascii=False),
                json.dumps(list(categories), ensure_ascii=False), json.dumps(list(stores)))
+
+
+def entry_of(version: int, rows: list[Row]):
+    """The entry of these campaigns, every list parsed (as the first read of a company's)."""
+    return build(version, rows, {row.id: narrowing(row.skus, row.categories, row.store_ids)
+                                 for row in rows})
 
 
 def campaigns_of(company: int, count: int, skus: int, *, overlap: bool = False,
@@ -59,10 +66,25 @@ def retained_bytes(make):
 ])
 def test_an_entry_weighs_no_more_than_it_says(shape):
     rows = campaigns_of(1, **shape)
-    entry, retained = retained_bytes(lambda: build(7, rows))
+    entry, retained = retained_bytes(lambda: entry_of(7, rows))
     assert retained <= entry.size
     # An upper bound, but not a wasteful one: the budget holds what it says it holds.
     assert entry.size <= 2 * retained
+
+
+def test_a_new_version_shares_the_sets_of_the_last_and_counts_them_once():
+    """A change re-reads the small columns only: the new entry holds the same sets, so building
+    it keeps almost nothing more, and the cache, which lets the old entry go, holds one copy."""
+    rows = campaigns_of(1, 100, 1000)
+    first = entry_of(1, rows)
+    cache = BoundedCache(CAMPAIGN_CACHE_BYTES)
+    cache.put("company", first)
+    renamed, retained = retained_bytes(lambda: build(2, rows, first.narrowings))
+    assert all(new.narrowing is old.narrowing
+               for new, old in zip(renamed.campaigns, first.campaigns, strict=True))
+    assert retained < first.size // 100
+    cache.put("company", renamed)
+    assert cache.held == renamed.size and cache.latest("company") is renamed
 
 
 def test_many_companies_never_hold_more_than_the_budget():
@@ -74,7 +96,7 @@ def test_many_companies_never_hold_more_than_the_budget():
 
     def fill():
         for company, rows in enumerate(shapes):
-            cache.put(str(company), build(1, rows))
+            cache.put(str(company), entry_of(1, rows))
             assert cache.held <= cache.budget
             assert cache.held == sum(cache.get(c, 1).size for c in cache.companies())
             nonlocal ever_held
@@ -87,7 +109,7 @@ def test_many_companies_never_hold_more_than_the_budget():
 
 
 def _sized(version: int, size: int):
-    entry = build(version, [])
+    entry = entry_of(version, [])
     entry.size = size
     return entry
 
@@ -111,20 +133,48 @@ def test_the_process_cache_holds_64_mib():
 
 
 def test_a_line_gets_the_best_campaign_running_at_the_store():
-    entry = build(1, [row(0, skus=["X"], stores=["shop-1"], bp=2000),
-                      row(1, skus=["X"], categories=["milk"], bp=1500, starts=timedelta(days=1)),
-                      row(2, categories=["milk"], bp=1000),
-                      row(3, bp=500)])
+    entry = entry_of(1, [row(0, skus=["X"], stores=["shop-1"], bp=2000),
+                         row(1, skus=["X"], categories=["milk"], bp=1500,
+                             starts=timedelta(days=1)),
+                         row(2, categories=["milk"], bp=1000),
+                         row(3, bp=500)])
     first, second, third, everything = entry.campaigns
     at_shop = entry.running("shop-1", NOW)
     elsewhere = entry.running("shop-2", NOW)
-    assert entry.best_for_line(at_shop, "X", None) is first
-    assert entry.best_for_line(elsewhere, "X", None) is everything  # the second has not begun
-    assert entry.best_for_line(entry.running("shop-2", NOW + timedelta(days=2)), "X",
-                               "milk") is second
-    assert entry.best_for_line(elsewhere, "Y", "milk") is third
-    assert entry.best_for_line(entry.running(None, NOW), "X", None) is everything
-    assert entry.best_for_line(0, "X", "milk") is None
+    assert best_for_lines(at_shop, [("X", None)]) == [first]
+    assert best_for_lines(elsewhere, [("X", None), ("Y", "milk")]) == [everything, third]
+    assert best_for_lines(entry.running("shop-2", NOW + timedelta(days=2)),
+                          [("X", "milk")]) == [second]
+    assert best_for_lines(entry.running(None, NOW), [("X", None)]) == [everything]
+    assert best_for_lines((), [("X", "milk"), (None, None)]) == [None, None]
+
+
+def test_every_line_of_a_large_receipt_gets_the_campaign_a_scan_would_give():
+    """The receipt is matched campaign by campaign against the lines still without one; it
+    must give each line what looking through the campaigns line by line gives."""
+    generator = random.Random(20)
+    def some(prefix: str, among: int, count: int) -> list[str]:
+        return [f"{prefix}{value}" for value in generator.sample(range(among), count)]
+
+    rows = [row(c, bp=3000 - c, skus=some("S", 400, 60) if c % 3 else [f"S{c}"],
+                categories=some("C", 30, 2) if c % 2 else [])
+            for c in range(40)]
+    # One naming neither, in the middle, at store A only: there it takes every line left.
+    rows.insert(20, row(99, bp=2980, stores=["A"]))
+    entry = entry_of(1, rows)
+    lines = [(generator.choice([f"S{generator.randrange(500)}", None]),
+              generator.choice([f"C{generator.randrange(40)}", None])) for _ in range(1000)]
+    for store, unmatched in (("A", False), ("B", True)):
+        running = entry.running(store, NOW)
+
+        def scan(sku, category, running=running):
+            return next((campaign for campaign in running if campaign.narrowing.every_line
+                         or sku in campaign.narrowing.skus
+                         or category in campaign.narrowing.categories), None)
+
+        expected = [scan(*line) for line in lines]
+        assert best_for_lines(running, lines) == expected
+        assert (None in expected) is unmatched and len(set(expected)) > 10
 
 
 @pytest.mark.parametrize("text", [

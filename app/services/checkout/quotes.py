@@ -58,17 +58,14 @@ def _needs_lock(ctx, now: datetime, touched: bool) -> bool:
             or spend.needs_refresh(ctx, ctx, now))
 
 
-def _receipt(lines: list[dict], items: dict, campaigns: matching.CompanyCampaigns,
-             running: int):
-    receipt = []
-    for line in lines:
-        redeemable, accruable, category = items.get(line.get("sku"), _NOT_IN_CATALOG)
-        campaign = (campaigns.best_for_line(running, line.get("sku"), category)
-                    if running else None)
-        receipt.append(pricing.ReceiptLine(
-            line["line_id"], line["amount"], redeemable, accruable,
-            campaign.accrual_bp if campaign else 0, campaign.id if campaign else None))
-    return receipt
+def _receipt(lines: list[dict], items: dict, running: tuple[matching.LiveCampaign, ...]):
+    found = [items.get(line.get("sku"), _NOT_IN_CATALOG) for line in lines]
+    best = matching.best_for_lines(
+        running, [(line.get("sku"), category) for line, (_, _, category) in zip(lines, found)])
+    return [pricing.ReceiptLine(line["line_id"], line["amount"], redeemable, accruable,
+                                campaign.accrual_bp if campaign else 0,
+                                campaign.id if campaign else None)
+            for line, (redeemable, accruable, _), campaign in zip(lines, found, best)]
 
 
 def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: list[dict],
@@ -100,7 +97,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
         available, customer_spend = account.available, account.spend
 
     campaigns = matching.live_campaigns(work, company_id, ctx.campaigns_version, now)
-    receipt = _receipt(lines, items, campaigns, campaigns.running(ctx.store_id, now))
+    receipt = _receipt(lines, items, campaigns.running(ctx.store_id, now))
     reason = _restriction(ctx, now, available, receipt)
     priced = pricing.price_receipt(
         receipt, max_redeem_bp=ctx.max_redeem_bp,

@@ -53,6 +53,12 @@ class BoundedCache(Generic[Entry]):
             self._entries.move_to_end(company_id)
             return entry
 
+    def latest(self, company_id: str) -> Entry | None:
+        """The company's entry whatever version it was read at (what of it has not changed
+        need not be read again), without counting as a use."""
+        with self._lock:
+            return self._entries.get(company_id)
+
     def put(self, company_id: str, entry: Entry) -> None:
         """Keep `entry` as the company's, dropping the least recently used companies until
         everything fits. An entry larger than the whole budget is not kept (it serves the
