@@ -90,10 +90,12 @@ class Workers:
     """`python -m worker` processes on the test queue, one at a time; a running one is reused
     by the next test that wants the same settings (starting one costs seconds)."""
 
-    def __init__(self, settings, ca_bundle: str, log_dir: Path):
+    def __init__(self, settings, ca_bundle: str, log_dir: Path,
+                 environment: dict[str, str] | None = None):
         self.settings = settings
         self.ca_bundle = ca_bundle
         self.log_dir = log_dir
+        self.environment = environment or {}  # more settings (e.g. the wallet's)
         self.redis = Redis.from_url(settings.redis_url)
         self.queue = Queue(settings.rq_queue, connection=self.redis)
         self.started: list[WorkerProcess] = []
@@ -106,11 +108,17 @@ class Workers:
             current.kill()
         return self._start(allow_private)
 
-    def _start(self, allow_private: bool) -> WorkerProcess:
-        # A killed worker leaves its scheduler lock behind, and the periodic lock would hold
-        # back the upkeep (with its outbox sweep) that a new worker runs at once.
-        self.redis.delete(periodic_lock_key(self.settings.rq_queue),
-                          f"rq:scheduler-lock:{self.settings.rq_queue}")
+    def alongside(self) -> WorkerProcess:
+        """One more worker on the queue beside the running one, as a deployment runs several."""
+        self.running()
+        return self._start(self.started[-1].allow_private, beside=True)
+
+    def _start(self, allow_private: bool, beside: bool = False) -> WorkerProcess:
+        if not beside:
+            # A killed worker leaves its scheduler lock behind, and the periodic lock would
+            # hold back the upkeep (with its outbox sweep) that a new worker runs at once.
+            self.redis.delete(periodic_lock_key(self.settings.rq_queue),
+                              f"rq:scheduler-lock:{self.settings.rq_queue}")
         env = {
             **os.environ,
             "DATABASE_URL": self.settings.database_url,
@@ -121,6 +129,7 @@ class Workers:
             "WEBHOOK_ALLOW_PRIVATE_ADDRESSES": "1" if allow_private else "",
             "WEBHOOK_CA_BUNDLE": self.ca_bundle,
             "WEBHOOK_RETRY_SCHEDULE": TEST_SCHEDULE,
+            **self.environment,
         }
         log = self.log_dir / f"worker-{len(self.started)}.log"
         with log.open("wb") as output:
