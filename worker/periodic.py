@@ -86,13 +86,15 @@ def credit_birthdays(session: Session, now: datetime) -> int:
 
 
 TASKS = [
+    # First: a hold that ran out no longer covers the due points it reserved (CONTRACT §14),
+    # so they expire in this same run rather than the next.
+    ("expire holds", holds.expire_holds),
+    ("expire checkout sessions", holds.expire_sessions),
     ("mature rewards", mature_rewards),
     ("expire points", expire_points),
     ("credit birthday bonuses", credit_birthdays),
     ("webhook outbox sweep", sweep_outbox),
     ("wallet push sweep", sweep_pushes),
-    ("expire holds", holds.expire_holds),
-    ("expire checkout sessions", holds.expire_sessions),
     ("prune delivered events", prune_outbox),
     ("purge idempotency records", purge_idempotency),
     ("purge ended replaced keys", purge_ended_keys),
