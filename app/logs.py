@@ -9,9 +9,6 @@ from datetime import datetime, timezone
 
 from flask import g, has_request_context
 
-# Built once: json.dumps with an argument of its own builds a new encoder for every line.
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -26,7 +23,7 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return _ENCODER.encode(entry)
+        return json.dumps(entry, ensure_ascii=False)
 
 
 def configure_logging(level: str) -> None:

@@ -77,12 +77,10 @@ def _teardown(error: BaseException | None) -> None:
 
 
 def _log(status: int) -> None:
+    principal = g.get("principal")
     route = request.url_rule.rule if request.url_rule else None
     seconds = time.perf_counter() - g.get("started", time.perf_counter())
     observe_request(route, request.method, status, seconds)
-    if not log.isEnabledFor(logging.INFO):
-        return  # the line's fields are built only for a line that is written
-    principal = g.get("principal")
     log.info("request", extra={"fields": {
         "method": request.method,
         # The route's template, never the path: card tokens and gift-card codes travel in it.
