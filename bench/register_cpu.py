@@ -38,13 +38,14 @@ _MASKED = re.compile(rb'balance: +[0-9.]+|[0-9a-f]{32}|[0-9A-Za-z_-]{20,}|\d{4}-
 
 # One tree's side: a process serving checkouts on request
 
-def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: str) -> None:
+def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: str,
+           log_level: str) -> None:
     sys.path.insert(0, tree)
     from app import create_app
     from app.config import Settings
 
     app = create_app(Settings(database_url=url, api_key_pepper="bench-pepper",
-                              log_level="WARNING", development=False, api_rate_limit=None))
+                              log_level=log_level, development=False, api_rate_limit=None))
     client = app.test_client()
     headers = {"Authorization": f"Bearer {key}", "X-Loyalty-Pos-Key": pos_key}
 
@@ -184,13 +185,19 @@ def classify(files: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline", help="another tree (an export of main) to measure beside")
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--checkouts", type=int, default=60, help="per round and tree")
+    parser.add_argument("--tree", default=str(HERE.parent),
+                        help="the tree measured as `this` (default: this repository)")
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--checkouts", type=int, default=10,
+                        help="per round and tree: small, so the machine's drift meets both")
     parser.add_argument("--profile", type=int, default=0, help="sample N checkouts by layer")
     parser.add_argument("--classify", nargs="+", metavar="RAW",
                         help="instead: py-spy's raw (collapsed) samples of gunicorn's workers, "
                              "by layer (py-spy record -p WORKER -f raw --nonblocking)")
-    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
+    parser.add_argument("--log-level", default="INFO",
+                        help="the app's LOG_LEVEL (INFO, as served by default: a JSON line "
+                             "a request, written to /dev/null here)")
+    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return _child(*args.child)
@@ -200,15 +207,17 @@ def main() -> None:
     from checkout import seed  # also puts the repository on sys.path
     from harness import bench_database
 
-    trees = {"this": str(HERE.parent)} | ({"baseline": args.baseline} if args.baseline else {})
+    trees = {"this": args.tree} | ({"baseline": args.baseline} if args.baseline else {})
     with bench_database() as url:
-        shop = seed(url, registers=len(trees), extra_customers=1000, history=0)
+        # Register 0 is the floor's (bench/floor.py captured a checkout and a return on it):
+        # the trees take the next ones, alike.
+        shop = seed(url, registers=len(trees) + 1, extra_customers=1000, history=0)
         children = {}
-        for (name, tree), register in zip(trees.items(), shop.registers):
+        for (name, tree), register in zip(trees.items(), shop.registers[1:]):
             children[name] = subprocess.Popen(
                 [sys.executable, __file__, "--child", tree, url, shop.key, register.pos_key,
-                 register.customer_id, register.cashier_id], cwd=tree, text=True,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                 register.customer_id, register.cashier_id, args.log_level], cwd=tree,
+                text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
         def ask(name: str, command: str):
             children[name].stdin.write(command + "\n")
@@ -231,8 +240,9 @@ def main() -> None:
                 order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
                 for name in order:
                     figures[name].append(ask(name, f"run {args.checkouts}"))
-                print(json.dumps({name: [round(v, 3) for v in figures[name][-1]]
-                                  for name in trees}), flush=True)
+                if round_ % 10 == 9:
+                    print(json.dumps({name: round(statistics.median(c for c, _ in rows), 3)
+                                      for name, rows in figures.items()}), flush=True)
         finally:
             for child in children.values():
                 child.stdin.close()
@@ -245,6 +255,11 @@ def main() -> None:
         for figure in ("cpu_ms_best", "cpu_ms_median"):
             change = report["this"][figure] / report["baseline"][figure] - 1
             report[f"change of {figure}"] = f"{change * 100:+.1f} %"
+        # Round by round, each tree's round beside the other's, next to it in time.
+        paired = [mine[0] / theirs[0] - 1 for mine, theirs in zip(figures["this"],
+                                                                  figures["baseline"])]
+        report["paired change, median"] = f"{statistics.median(paired) * 100:+.1f} %"
+        report["rounds this tree was cheaper"] = f"{sum(p < 0 for p in paired)} of {len(paired)}"
     print(json.dumps(report, indent=1))
 
 
