@@ -33,7 +33,8 @@ LINES = [  # bench/checkout.py's receipt
     {"lineId": "4", "sku": "SKU-0100", "name": "Bread", "quantity": "1", "price": "54.99",
      "amount": "49.99"},
 ]
-_MASKED = re.compile(rb'balance: +[0-9.]+|[0-9a-f]{32}|[0-9A-Za-z_-]{20,}|\d{4}-\d\d-\d\dT[0-9:.]+Z')
+_MASKED = re.compile(  # the balance, ids, keys, moments: what differs between two checkouts
+    rb'balance: +[0-9.]+|[0-9a-f]{32}|[0-9A-Za-z_-]{20,}|\d{4}-\d\d-\d\dT[0-9:.]+Z')
 
 
 # One tree's side: a process serving checkouts on request

@@ -70,7 +70,8 @@ def test_a_key_given_twice_takes_the_last_and_what_json_allows_beyond_is_judged_
     for number in ("NaN", "Infinity", "1e400"):
         session = response.get_json()["id"]
         refused = register.client.post(
-            f"/v1/checkout-sessions/{session}/quote", data=f'{{"lines": [], "redeemAmount": {number}}}',
+            f"/v1/checkout-sessions/{session}/quote",
+            data=f'{{"lines": [], "redeemAmount": {number}}}',
             content_type="application/json", headers=register.headers(None))
         assert refused.status_code == 422, refused.get_json()
         assert {tuple(item["loc"]) for item in refused.get_json()["detail"]} == {
