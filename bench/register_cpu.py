@@ -1,0 +1,268 @@
+"""The app's own CPU per checkout (open, quote 4 lines, hold, commit) through the Flask test
+client on PostgreSQL, for one or more source trees measured in the same sitting: each tree
+serves from a process of its own, the trees taking turns round by round over one seeded
+database, so the machine's drift falls on all of them alike. Process time leaves out waiting
+on PostgreSQL and other processes' queueing.
+
+    .venv/bin/python bench/register_cpu.py [--baseline /tmp/main-export] [--rounds 8]
+
+Each tree's answers to one scripted checkout are compared byte for byte (ids, times and the
+request id masked; header names, their order and every other byte kept): `same answers`.
+`--profile N` instead samples where N checkouts of this tree spend their CPU, by layer.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LINES = [  # bench/checkout.py's receipt
+    {"lineId": "1", "sku": "SKU-0001", "name": "Milk 3.2%", "quantity": "2", "price": "89.90",
+     "amount": "179.80"},
+    {"lineId": "2", "sku": "SKU-0007", "name": "Cigarettes", "quantity": "1", "price": "210.00",
+     "amount": "210.00"},
+    {"lineId": "3", "sku": "SKU-0042", "name": "Сыр «Российский»", "quantity": "0.345",
+     "price": "1290.00", "amount": "445.05"},
+    {"lineId": "4", "sku": "SKU-0100", "name": "Bread", "quantity": "1", "price": "54.99",
+     "amount": "49.99"},
+]
+_MASKED = re.compile(  # the balance, ids, keys, moments: what differs between two checkouts
+    rb'balance: +[0-9.]+|[0-9a-f]{32}|[0-9A-Za-z_-]{20,}|\d{4}-\d\d-\d\dT[0-9:.]+Z')
+
+
+# One tree's side: a process serving checkouts on request
+
+def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: str,
+           log_level: str) -> None:
+    sys.path.insert(0, tree)
+    from app import create_app
+    from app.config import Settings
+
+    app = create_app(Settings(database_url=url, api_key_pepper="bench-pepper",
+                              log_level=log_level, development=False, api_rate_limit=None))
+    client = app.test_client()
+    headers = {"Authorization": f"Bearer {key}", "X-Loyalty-Pos-Key": pos_key}
+
+    def post(path, body, answers=None):
+        response = client.post(path, data=json.dumps(body, ensure_ascii=False).encode(),
+                               content_type="application/json",
+                               headers={**headers, "Idempotency-Key": uuid.uuid4().hex})
+        assert response.status_code in (200, 201), response.get_data()
+        if answers is not None:
+            answers.append(_masked(response))
+        return json.loads(response.get_data())
+
+    def checkout(answers=None):
+        opened = post("/v1/checkout-sessions", {
+            "externalReceiptId": f"CPU-{uuid.uuid4().hex}", "customerId": customer,
+            "cashier": {"externalId": cashier, "name": "Кассир"}}, answers)
+        base = f"/v1/checkout-sessions/{opened['id']}"
+        quote = post(f"{base}/quote", {"lines": LINES}, answers)
+        post(f"{base}/hold", {"quoteId": quote["id"]}, answers)
+        post(f"{base}/commit", {"quoteId": quote["id"]}, answers)
+
+    for command in sys.stdin:
+        what, _, count = command.strip().partition(" ")
+        if what == "answers":
+            answers: list[str] = []
+            checkout(answers)
+            print(json.dumps(answers), flush=True)
+        elif what == "run":
+            cpu, wall = time.process_time(), time.perf_counter()
+            for _ in range(int(count)):
+                checkout()
+            print(json.dumps([(time.process_time() - cpu) * 1000 / int(count),
+                              (time.perf_counter() - wall) * 1000 / int(count)]), flush=True)
+        elif what == "profile":
+            print(json.dumps(_profile(checkout, int(count))), flush=True)
+    app.extensions["engine"].dispose()
+
+
+def _masked(response) -> str:
+    head = "".join(f"{name}: {value}\n" for name, value in response.headers.items())
+    return _MASKED.sub(b"*", f"{response.status}\n{head}\n".encode() + response.get_data()).decode()
+
+
+# Where the CPU goes: a sampling of the stack on a timer of process time
+
+LAYERS = (  # the first that a sampled stack passes through names its layer (innermost first)
+    ("logging", ("logging/__init__", "app/logs.py", "app/requests.py:_log")),
+    ("metrics", ("prometheus_client", "app/metrics.py")),
+    # The unit of work's statements, SQLAlchemy's session and psycopg2 (a C call is sampled
+    # in the Python frame that made it).
+    ("statement execution in the driver", ("psycopg2", "sqlalchemy", "unit_of_work.py")),
+    ("JSON encoding", ("json/encoder", "json/__init__.py:dumps", "orjson")),
+    ("JSON decoding", ("json/decoder", "json/__init__.py:loads", "app/bodies.py")),
+    ("response building", ("app/api/base.py:json_response", "resources.py:as_json",
+                           "werkzeug/wrappers/response", "werkzeug/datastructures")),
+    ("rate-limit lease", ("app/rate_limit.py", "flask_limiter")),
+    ("authentication", ("app/auth.py",)),
+    ("idempotency", ("app/idempotency.py",)),
+    ("request parsing and validation", ("webargs", "marshmallow", "app/api/fields.py",
+                                        "checkout_schemas", "app/api/validation")),
+    ("the service", ("app/services/",)),
+    ("commit and the request's hooks", ("app/requests.py", "app/db.py")),
+)
+
+
+def _profile(checkout, count: int) -> dict:
+    import signal
+    from collections import Counter
+
+    samples: Counter = Counter()
+
+    def sample(signum, frame):
+        stack = []
+        while frame is not None:
+            code = frame.f_code
+            stack.append(f"{code.co_filename}:{code.co_name}")
+            frame = frame.f_back
+        samples[_layer(stack)] += 1
+
+    signal.signal(signal.SIGPROF, sample)
+    signal.setitimer(signal.ITIMER_PROF, 0.0005, 0.0005)
+    cpu = time.process_time()
+    try:
+        for _ in range(count):
+            checkout()
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+    per_checkout = (time.process_time() - cpu) * 1000 / count
+    total = sum(samples.values())
+    return {"cpu_ms_per_checkout": round(per_checkout, 3), "samples": total,
+            "ms_per_checkout": {layer: round(per_checkout * n / total, 3)
+                                for layer, n in samples.most_common()}}
+
+
+def _layer(stack: list[str], outside: str = "test client and the bench (not under gunicorn)"
+           ) -> str:
+    """The layer of a sampled stack (innermost frame first); outside the app's WSGI call it
+    is the test client and the bench's own work in process, gunicorn's under gunicorn."""
+    if not any("flask/app.py" in frame for frame in stack):
+        return outside
+    for frame in stack:
+        for layer, marks in LAYERS:
+            if any(mark in frame for mark in marks):
+                return layer
+    return "WSGI and Flask"
+
+
+# Where a worker waits on the database: py-spy cannot tell that from psycopg2's own C work.
+WAITING = ("app/services/unit_of_work.py:UnitOfWork._send",
+           "sqlalchemy/engine/default.py:DefaultDialect.do_")
+_PY_SPY_FRAME = re.compile(r"^(.*) \((.*?)(?::\d+)?\)$")
+
+
+def classify(files: list[str]) -> dict:
+    """py-spy's samples of the served requests, by layer: share of the CPU samples."""
+    from collections import Counter
+
+    samples: Counter = Counter()
+    for name in files:
+        for line in Path(name).read_text().splitlines():
+            frames, _, count = line.rpartition(" ")
+            stack = [f"{m[2]}:{m[1]}" if (m := _PY_SPY_FRAME.match(f)) else f
+                     for f in reversed(frames.split(";"))]
+            if not any("handle_request" in f for f in stack):
+                continue  # gunicorn waiting for a connection, not serving one
+            if any(stack[0].startswith(place) for place in WAITING):
+                samples["waiting for PostgreSQL (or psycopg2's C code)"] += int(count)
+                continue
+            samples[_layer(stack, "WSGI and Flask")] += int(count)
+    total = sum(samples.values())
+    return {"samples": total,
+            "share": {layer: f"{n * 100 / total:.1f} %" for layer, n in samples.most_common()}}
+
+
+# The sitting: seed once, then the trees take turns
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--baseline", help="another tree (an export of main) to measure beside")
+    parser.add_argument("--tree", default=str(HERE.parent),
+                        help="the tree measured as `this` (default: this repository)")
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--checkouts", type=int, default=10,
+                        help="per round and tree: small, so the machine's drift meets both")
+    parser.add_argument("--profile", type=int, default=0, help="sample N checkouts by layer")
+    parser.add_argument("--classify", nargs="+", metavar="RAW",
+                        help="instead: py-spy's raw (collapsed) samples of gunicorn's workers, "
+                             "by layer (py-spy record -p WORKER -f raw --nonblocking)")
+    parser.add_argument("--log-level", default="INFO",
+                        help="the app's LOG_LEVEL (INFO, as served by default: a JSON line "
+                             "a request, written to /dev/null here)")
+    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return _child(*args.child)
+    if args.classify:
+        return print(json.dumps(classify(args.classify), indent=1))
+
+    from checkout import seed  # also puts the repository on sys.path
+    from harness import bench_database
+
+    trees = {"this": args.tree} | ({"baseline": args.baseline} if args.baseline else {})
+    with bench_database() as url:
+        # Register 0 is the floor's (bench/floor.py captured a checkout and a return on it):
+        # the trees take the next ones, alike.
+        shop = seed(url, registers=len(trees) + 1, extra_customers=1000, history=0)
+        children = {}
+        for (name, tree), register in zip(trees.items(), shop.registers[1:]):
+            children[name] = subprocess.Popen(
+                [sys.executable, __file__, "--child", tree, url, shop.key, register.pos_key,
+                 register.customer_id, register.cashier_id, args.log_level], cwd=tree,
+                text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+        def ask(name: str, command: str):
+            children[name].stdin.write(command + "\n")
+            children[name].stdin.flush()
+            return json.loads(children[name].stdout.readline())
+
+        try:
+            answers = {name: ask(name, "answers") for name in trees}
+            print(json.dumps({"same answers": len({json.dumps(a) for a in answers.values()}) == 1,
+                              "answers": answers["this"]}, ensure_ascii=False, indent=1))
+            for name in trees:
+                ask(name, "run 100")  # warm up: plans, caches
+            if args.profile:
+                for name in trees:
+                    print(json.dumps({name: ask(name, f"profile {args.profile}")}, indent=1),
+                          flush=True)
+                return
+            figures = {name: [] for name in trees}
+            for round_ in range(args.rounds):
+                order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
+                for name in order:
+                    figures[name].append(ask(name, f"run {args.checkouts}"))
+                if round_ % 10 == 9:
+                    print(json.dumps({name: round(statistics.median(c for c, _ in rows), 3)
+                                      for name, rows in figures.items()}), flush=True)
+        finally:
+            for child in children.values():
+                child.stdin.close()
+                child.wait(timeout=30)
+    report = {name: {"cpu_ms_best": round(min(c for c, _ in rows), 3),
+                     "cpu_ms_median": round(statistics.median(c for c, _ in rows), 3),
+                     "wall_ms_median": round(statistics.median(w for _, w in rows), 3)}
+              for name, rows in figures.items()}
+    if args.baseline:
+        for figure in ("cpu_ms_best", "cpu_ms_median"):
+            change = report["this"][figure] / report["baseline"][figure] - 1
+            report[f"change of {figure}"] = f"{change * 100:+.1f} %"
+        # Round by round, each tree's round beside the other's, next to it in time.
+        paired = [mine[0] / theirs[0] - 1 for mine, theirs in zip(figures["this"],
+                                                                  figures["baseline"])]
+        report["paired change, median"] = f"{statistics.median(paired) * 100:+.1f} %"
+        report["rounds this tree was cheaper"] = f"{sum(p < 0 for p in paired)} of {len(paired)}"
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
