@@ -44,7 +44,7 @@ def push_jobs(app, customer, phone) -> str:
 
 def came_due(db, customer) -> None:
     """The customer's pending accrual is due: its day has come (nothing has touched it)."""
-    mine = dict(company_id=customer.company_id, customer_id=customer.id)
+    mine = {"company_id": customer.company_id, "customer_id": customer.id}
     past = utcnow() - timedelta(seconds=1)
     db.execute(update(LedgerEntry).filter_by(**mine, status="PENDING").values(available_at=past))
     db.execute(update(RewardAccount).filter_by(**mine).values(next_maturity_at=past))
@@ -59,7 +59,7 @@ def changed_late(db, customer, moment) -> None:
 
 
 def test_an_accrual_maturing_is_pushed_by_the_sweep_and_an_unchanged_pass_is_not_again(
-        wallet_app, push_service, tenant, db):
+        wallet_app, push_service, tenant, db):  # noqa: F811
     customer, phone = registered(wallet_app, db, tenant, pending=5000)
     came_due(db, customer)
     results = run_periodic_tasks(wallet_app)
@@ -75,7 +75,7 @@ def test_an_accrual_maturing_is_pushed_by_the_sweep_and_an_unchanged_pass_is_not
 
 
 def test_a_change_committed_after_a_sweep_passed_its_moment_is_found_by_the_next(
-        wallet_app, push_service, tenant, db):
+        wallet_app, push_service, tenant, db):  # noqa: F811
     customer, phone = registered(wallet_app, db, tenant, available=1000)
     moment = utcnow()  # the change's transaction takes its moment...
     run_periodic_tasks(wallet_app)  # ...a sweep runs after it, and its mark passes the moment...
@@ -87,7 +87,7 @@ def test_a_change_committed_after_a_sweep_passed_its_moment_is_found_by_the_next
 
 
 def test_the_sweep_reads_only_what_changed_since_its_last_run_less_the_margin(
-        wallet_app, tenant, db):
+        wallet_app, tenant, db):  # noqa: F811
     customer, _ = registered(wallet_app, db, tenant, available=1000)
     run_periodic_tasks(wallet_app)
     # Dated before the margin: no transaction lasts that long, so no change is; one that did
