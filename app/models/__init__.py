@@ -8,12 +8,12 @@ from app.models.gift_card import GiftCard
 from app.models.idempotency import IdempotencyRecord
 from app.models.location import CatalogItem, CatalogSync, Cashier, Store, Terminal
 from app.models.outbox import AllowedWebhookHost, OutboxEvent, WebhookDelivery, WebhookEndpoint
-from app.models.wallet import WalletPass, WalletRegistration
+from app.models.wallet import SweepMark, WalletPass, WalletRegistration
 
 __all__ = [
     "AllowedWebhookHost", "ApiCredential", "Campaign", "Cashier", "CatalogItem", "CatalogSync", "CheckoutSession",
     "Company", "Customer", "CustomerName", "GiftCard", "Hold", "IdempotencyRecord", "LedgerEntry",
     "OtpChallenge", "OutboxEvent", "PreviousKey", "Program", "Quote", "Return", "RewardAccount", "RewardLot",
-    "Sale", "SaleLine", "Store", "Subscription", "Terminal", "WalletPass", "WalletRegistration",
-    "WebhookDelivery", "WebhookEndpoint",
+    "Sale", "SaleLine", "Store", "Subscription", "SweepMark", "Terminal", "WalletPass",
+    "WalletRegistration", "WebhookDelivery", "WebhookEndpoint",
 ]

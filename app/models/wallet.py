@@ -49,3 +49,13 @@ class WalletRegistration(Base):
     # Set when a push is waiting (or leased to a worker); null when the device is up to date.
     push_due_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     push_attempts: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class SweepMark(Base):
+    """How far a periodic sweep has read (the wallet push sweep's `updated_at`), so that each
+    run reads only what changed since. Of no company: a reference table under Citus."""
+
+    __tablename__ = "sweep_marks"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    reached_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import inspect
 
-REFERENCE_TABLES = {"companies", "allowed_webhook_hosts"}
+REFERENCE_TABLES = {"companies", "allowed_webhook_hosts", "sweep_marks"}
 OURS = "alembic_version"
 
 

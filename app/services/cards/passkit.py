@@ -19,7 +19,7 @@ from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.models import OutboxEvent, RewardAccount, WalletPass, WalletRegistration
+from app.models import OutboxEvent, RewardAccount, SweepMark, WalletPass, WalletRegistration
 from app.services.errors import DomainError, NotFound
 from app.services.tenancy.keys import key_digest
 
@@ -37,6 +37,12 @@ PASS_EVENTS = ("sale.committed", "sale.returned", "reward.adjusted", "reward.exp
 PUSH_LEASE = timedelta(seconds=60)
 EARLY_TOLERANCE = timedelta(seconds=2)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# The sweep reads again the changes dated this long before its mark, for those committed after
+# it: a change is dated when its transaction takes its moment, not when it commits. The longest
+# such wait is an upkeep job's (each task takes its moment at its start and may run until
+# worker.__main__.UPKEEP_JOB_TIMEOUT, 600 s, ends it); a minute more for the hosts' clocks.
+SWEEP_MARGIN = timedelta(minutes=11)
+_SWEEP = "wallet push sweep"
 Key = tuple[str, str, str]  # (company_id, customer_id, device_library_id) of a registration
 
 
@@ -66,11 +72,16 @@ def issue_pass(session: Session, company_id: str, customer_id: str, *, pepper: s
                now: datetime) -> str:
     """Record the pass (the digest of its token) at its first download; returns the token."""
     token = pass_token(pepper, company_id, customer_id)
-    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-    session.execute(insert(WalletPass.__table__).values(
+    session.execute(_insert(session, WalletPass).values(
         company_id=company_id, customer_id=customer_id, token_digest=key_digest(pepper, token),
         created_at=now).on_conflict_do_nothing())
     return token
+
+
+def _insert(session: Session, model):
+    """INSERT with ON CONFLICT in the session's own dialect."""
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    return dialect.insert(model.__table__)
 
 
 def _presented_token(authorization: str | None) -> str | None:
@@ -230,15 +241,35 @@ def mark_from_events(session: Session, *, dispatched_at: datetime, now: datetime
 
 def mark_stale(session: Session, *, now: datetime, limit: int) -> list[Key]:
     """The sweep: registrations behind their pass whatever changed it (maturing accruals record
-    no event). Reads every registration; they are few beside the accounts."""
+    no event). It reads only the accounts changed since its mark less `SWEEP_MARGIN` (a range of
+    `ix_reward_accounts_updated`), oldest first, and moves the mark to this run's moment, or to
+    the last change it took when `limit` cut the run short. Runs take turns on the mark's row."""
+    reached = _sweep_mark(session, now)
     behind = (select(WalletRegistration.company_id, WalletRegistration.customer_id,
-                     WalletRegistration.device_library_id)
-              .where(WalletRegistration.seen_updated_at < _CHANGED_AT).limit(limit))
-    keys = [tuple(row) for row in session.execute(behind)]
-    if not keys:
+                     WalletRegistration.device_library_id, RewardAccount.updated_at)
+              .join(RewardAccount, (RewardAccount.company_id == WalletRegistration.company_id)
+                    & (RewardAccount.customer_id == WalletRegistration.customer_id))
+              .where(WalletRegistration.seen_updated_at < RewardAccount.updated_at))
+    if reached is not None:  # a mark ahead of now (the clock set back) counts as now
+        behind = behind.where(RewardAccount.updated_at >= min(reached, now) - SWEEP_MARGIN)
+    rows = session.execute(behind.order_by(RewardAccount.updated_at).limit(limit)).all()
+    cut_short = len(rows) == limit
+    session.execute(update(SweepMark).where(SweepMark.name == _SWEEP)
+                    .values(reached_at=min(rows[-1].updated_at, now) if cut_short else now))
+    if not rows:
         return []
     return _mark(session, now, tuple_(WalletRegistration.company_id, WalletRegistration.customer_id,
-                                      WalletRegistration.device_library_id).in_(keys))
+                                      WalletRegistration.device_library_id)
+                 .in_([tuple(row[:3]) for row in rows]))
+
+
+def _sweep_mark(session: Session, now: datetime) -> datetime | None:
+    """The sweep's mark, locked until this run commits (None before its first run)."""
+    created = session.execute(_insert(session, SweepMark).values(name=_SWEEP, reached_at=now)
+                              .on_conflict_do_nothing()).rowcount == 1
+    reached = session.scalar(select(SweepMark.reached_at).where(SweepMark.name == _SWEEP)
+                             .with_for_update())
+    return None if created else reached
 
 
 def _any_registration(session: Session) -> bool:
