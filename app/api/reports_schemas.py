@@ -1,6 +1,8 @@
 """The reports' query parameters and answers (CONTRACT §17)."""
 from __future__ import annotations
 
+from datetime import date
+
 import marshmallow as ma
 
 from app.api.base import ResponseSchema, Schema
@@ -9,7 +11,11 @@ from app.api.fields import Amount, Timestamp
 from app.services.reports.periods import DAY, MONTH, MOST_DAYS, Period
 from app.services.reports.registers import GROUPS
 
-_DATE = {"description": "A calendar day in Europe/Moscow, YYYY-MM-DD, included",
+# Days whose Moscow midnights, and the day after's, are moments Python and the databases hold.
+FIRST_DAY, LAST_DAY = date(1900, 1, 1), date(9998, 12, 31)
+_DAY_RANGE = ma.validate.Range(min=FIRST_DAY, max=LAST_DAY)
+_DATE = {"description": "A calendar day in Europe/Moscow, YYYY-MM-DD, included "
+                        f"({FIRST_DAY.isoformat()} to {LAST_DAY.isoformat()})",
          "example": "2026-05-01"}
 
 
@@ -19,8 +25,9 @@ class PeriodArgs(Schema):
     class Meta:
         unknown = ma.EXCLUDE
 
-    from_ = ma.fields.Date(data_key="from", required=True, metadata=_DATE)
-    to = ma.fields.Date(required=True, metadata={**_DATE, "example": "2026-05-31"})
+    from_ = ma.fields.Date(data_key="from", required=True, validate=_DAY_RANGE, metadata=_DATE)
+    to = ma.fields.Date(required=True, validate=_DAY_RANGE,
+                        metadata={**_DATE, "example": "2026-05-31"})
 
     @ma.validates_schema
     def _a_period(self, data, **_kwargs):

@@ -203,6 +203,11 @@ def test_every_json_body_has_an_example_its_schema_loads(app, document):
                    for r in operation["responses"].values() if "$ref" not in r]
         for body in filter(None, bodies):
             assert "example" in body, (method, path)
+            if "$ref" not in body["schema"]:  # a shape of Apple's (the Wallet web service)
+                inline = body["schema"]
+                assert set(inline.get("required", [])) <= set(body["example"]) <= set(
+                    inline["properties"]), (method, path)
+                continue
             schema = schemas[body["schema"]["$ref"].rsplit("/", 1)[1]]()
             written_by_dump = {f.data_key or n for n, f in schema.fields.items() if f.dump_only}
             example = {k: v for k, v in body["example"].items() if k not in written_by_dump}
