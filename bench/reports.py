@@ -12,21 +12,32 @@ client, one request at a time, `--repeat` times, best and worst), and the regist
 366 days as CSV by cashier and by day, reading the streamed body, with the process's peak
 memory (tracemalloc) during each.
 
-Target: each 31-day report within 2 s.
+With `--rounds N`, then 16 registers (bench/checkout.py's stream: open, quote, hold, commit,
+against gunicorn, a company of their own in the same database) for `--seconds` each, N times
+without the reports' indexes and N times with them, alternating, the load average beside each;
+and last the reports timed again while the 16 registers run. `--database` reuses a database
+a run kept (`--keep`) instead of seeding one.
+
+Target: each 31-day report within 2 s; the registers' checkouts/s within 5 % with the indexes.
 
     .venv/bin/python bench/reports.py [--customers 1000000] [--sales 1000000]
                                       [--entries 10000000] [--repeat 3] [--keep]
+                                      [--database NAME] [--rounds 2] [--seconds 20]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 import time
 import tracemalloc
+from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checkout.py's own imports
 
 from sqlalchemy import text  # noqa: E402
 
@@ -37,9 +48,15 @@ from app.models import Cashier, Store, Terminal  # noqa: E402
 from app.services.reports.periods import moscow_day  # noqa: E402
 from app.services.tenancy import companies, credentials  # noqa: E402
 from app.services.tenancy.scopes import ALL_SCOPES  # noqa: E402
-from bench.harness import PEPPER, bench_database  # noqa: E402
+from bench.harness import PEPPER, SERVER_URL, bench_database, gunicorn  # noqa: E402
+
+import checkout  # noqa: E402  (bench/checkout.py)
 
 TERMINALS, CASHIERS, CHUNK = 16, 200, 1_000_000
+# The reports' own indexes (migrations 0016 and 0018), dropped and built back between rounds.
+REPORT_INDEXES = ("ix_sales_company_committed", "ix_ledger_entries_company_created",
+                  "ix_ledger_entries_matured", "ix_returns_company_created",
+                  "ix_sale_lines_campaign")
 BIG_TABLES = ("customers", "reward_accounts", "reward_lots", "checkout_sessions", "sales",
               "sale_lines", "ledger_entries", "returns")
 # md5 of a tag and a number, shaped as a uuid: ids the statements can recompute.
@@ -250,6 +267,63 @@ def measure(app, key: str, repeat: int) -> None:
               f"peak Python memory {peak / 2**20:.1f} MiB", flush=True)
 
 
+def load() -> str:
+    return "load %.1f %.1f %.1f" % os.getloadavg()
+
+
+def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int) -> None:
+    """The registers' checkouts/s without and with the reports' indexes, alternating, then the
+    reports' times while the registers run."""
+    engine = app.extensions["engine"]
+    with engine.connect() as connection:
+        definitions = dict(connection.execute(text(
+            "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indexrelid::regclass::text = ANY(:names)"), {"names": list(REPORT_INDEXES)}).all())
+
+    def indexes(present: bool) -> None:
+        started = time.perf_counter()
+        with engine.connect() as connection:
+            connection.execute(text("SET maintenance_work_mem = '1GB'"))
+            for name, definition in definitions.items():
+                connection.execute(text(definition if present else f"DROP INDEX {name}"))
+            connection.commit()
+        print(f"  {'built' if present else 'dropped'} {len(definitions)} indexes in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+
+    shop = checkout.seed(url, TERMINALS, extra_customers=1000)
+    with gunicorn(url, workers=4) as port:
+        stream = [lambda r=r: checkout.HttpRegister(port, shop.key, r, [r.customer_id])
+                  for r in shop.registers[:TERMINALS]]
+        checkout.play(stream[:8], seconds=3)  # warm up
+        for round_ in range(rounds):
+            for present in (False, True):
+                indexes(present)
+                before = load()
+                tally, elapsed = checkout.play(stream, seconds, processes=TERMINALS)
+                print(f"  round {round_ + 1}, {'with' if present else 'without'} the reports' "
+                      f"indexes: {tally.checkouts / elapsed:.1f} checkouts/s, errors {tally.errors or 0} "
+                      f"({before}; after: {load()})", flush=True)
+        print(f"  the reports while {TERMINALS} registers run ({load()}):", flush=True)
+        reports = threading.Thread(target=lambda: (time.sleep(2), measure(app, key, repeat)))
+        reports.start()
+        while reports.is_alive():
+            tally, elapsed = checkout.play(stream, seconds, processes=TERMINALS)
+            print(f"  registers meanwhile: {tally.checkouts / elapsed:.1f} checkouts/s "
+                  f"({load()})", flush=True)
+        reports.join()
+
+
+def reuse(app) -> str:
+    """A key of the company a kept run seeded."""
+    session = app.extensions["session_factory"]()
+    company_id = session.scalar(text("SELECT id FROM companies WHERE name = 'Bench Shop'"))
+    _, key = credentials.issue_credential(session, company_id, "bench again", list(ALL_SCOPES),
+                                          pepper=PEPPER, now=utcnow())
+    session.commit()
+    session.close()
+    return key
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--customers", type=int, default=1_000_000)
@@ -257,12 +331,20 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--database", help="a database a run kept: measure it, seed nothing")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="rounds of 16 registers without and with the reports' indexes")
+    parser.add_argument("--seconds", type=float, default=20, help="each round's length")
     args = parser.parse_args()
-    with bench_database(keep=args.keep) as url:
-        print(f"database {url.rsplit('/', 1)[1]}", flush=True)
+    with (nullcontext(SERVER_URL.rsplit("/", 1)[0] + "/" + args.database) if args.database
+          else bench_database(keep=args.keep)) as url:
+        print(f"database {url.rsplit('/', 1)[1]} ({load()})", flush=True)
         app = _app(url)
-        _, key = seed(app, args.customers, args.sales, args.entries)
+        key = reuse(app) if args.database else seed(app, args.customers, args.sales,
+                                                    args.entries)[1]
         measure(app, key, args.repeat)
+        if args.rounds:
+            registers(app, url, key, args.rounds, args.seconds, args.repeat)
         app.extensions["engine"].dispose()
 
 
