@@ -301,8 +301,8 @@ def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int)
                 before = load()
                 tally, elapsed = checkout.play(stream, seconds, processes=TERMINALS)
                 print(f"  round {round_ + 1}, {'with' if present else 'without'} the reports' "
-                      f"indexes: {tally.checkouts / elapsed:.1f} checkouts/s, errors {tally.errors or 0} "
-                      f"({before}; after: {load()})", flush=True)
+                      f"indexes: {tally.checkouts / elapsed:.1f} checkouts/s, "
+                      f"errors {tally.errors or 0} ({before}; after: {load()})", flush=True)
         print(f"  the reports while {TERMINALS} registers run ({load()}):", flush=True)
         reports = threading.Thread(target=lambda: (time.sleep(2), measure(app, key, repeat)))
         reports.start()
