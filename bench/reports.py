@@ -23,6 +23,7 @@ Target: each 31-day report within 2 s; the registers' checkouts/s within 5 % wit
     .venv/bin/python bench/reports.py [--customers 1000000] [--sales 1000000]
                                       [--entries 10000000] [--repeat 3] [--keep]
                                       [--database NAME] [--rounds 2] [--seconds 20]
+                                      [--pause-ms 50]
 """
 from __future__ import annotations
 
@@ -271,7 +272,8 @@ def load() -> str:
     return "load %.1f %.1f %.1f" % os.getloadavg()
 
 
-def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int) -> None:
+def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int,
+              pause: float) -> None:
     """The registers' checkouts/s without and with the reports' indexes, alternating, then the
     reports' times while the registers run."""
     engine = app.extensions["engine"]
@@ -302,7 +304,7 @@ def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int)
                 indexes(present)
                 checkout.play(stream, seconds=5, processes=TERMINALS)  # the cache warm again
                 before = load()
-                tally, elapsed = checkout.play(stream, seconds, processes=TERMINALS)
+                tally, elapsed = checkout.play(stream, seconds, pause, processes=TERMINALS)
                 print(f"  round {round_ + 1}, {'with' if present else 'without'} the reports' "
                       f"indexes: {tally.checkouts / elapsed:.1f} checkouts/s, "
                       f"errors {tally.errors or 0} ({before}; after: {load()})", flush=True)
@@ -310,7 +312,7 @@ def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int)
         reports = threading.Thread(target=lambda: (time.sleep(2), measure(app, key, repeat)))
         reports.start()
         while reports.is_alive():
-            tally, elapsed = checkout.play(stream, seconds, processes=TERMINALS)
+            tally, elapsed = checkout.play(stream, seconds, pause, processes=TERMINALS)
             print(f"  registers meanwhile: {tally.checkouts / elapsed:.1f} checkouts/s "
                   f"({load()})", flush=True)
         reports.join()
@@ -338,6 +340,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=0,
                         help="rounds of 16 registers without and with the reports' indexes")
     parser.add_argument("--seconds", type=float, default=20, help="each round's length")
+    parser.add_argument("--pause-ms", type=float, default=0,
+                        help="the registers' pause between steps (50: a till's pace)")
     args = parser.parse_args()
     with (nullcontext(SERVER_URL.rsplit("/", 1)[0] + "/" + args.database) if args.database
           else bench_database(keep=args.keep)) as url:
@@ -347,7 +351,8 @@ def main() -> None:
                                                     args.entries)[1]
         measure(app, key, args.repeat)
         if args.rounds:
-            registers(app, url, key, args.rounds, args.seconds, args.repeat)
+            registers(app, url, key, args.rounds, args.seconds, args.repeat,
+                      args.pause_ms / 1000)
         app.extensions["engine"].dispose()
 
 
