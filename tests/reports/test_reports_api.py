@@ -93,6 +93,29 @@ def test_the_program_report_counts_each_campaigns_sales_and_lines(client, tenant
                   ).get_json()["campaigns"] == []
 
 
+def test_the_ledger_puts_an_entry_in_the_moscow_day_of_its_moment(client, tenant, shop):
+    """23:59:59 and 00:00:00 Moscow (20:59:59 and 21:00:00 UTC) fall on two days, however the
+    sums are gathered (by the hour, then the day)."""
+    from sqlalchemy import update
+
+    from app.models import LedgerEntry
+    from app.services.reports.periods import moscow_midnight
+
+    first = moscow_day(utcnow()) - timedelta(days=2)
+    midnight = moscow_midnight(first + timedelta(days=1))
+    anna, boris = shop.customer("100.00"), shop.customer("7.00")
+    for customer_id, moment in ((anna, midnight - timedelta(seconds=1)), (boris, midnight)):
+        shop.arrange(lambda s, c=customer_id, m=moment: s.execute(
+            update(LedgerEntry).where(LedgerEntry.company_id == tenant.company_id,
+                                      LedgerEntry.customer_id == c)
+            .values(created_at=m, available_at=m)))
+    items = report(client, tenant, "ledger", **{"from": first.isoformat(),
+                                                "to": (first + timedelta(days=1)).isoformat(),
+                                                "groupBy": "day"}).get_json()["items"]
+    assert [(item["period"], item["adjusted"]) for item in items] == [
+        (first.isoformat(), "100.00"), ((first + timedelta(days=1)).isoformat(), "7.00")]
+
+
 def _third_of_net(sale: dict, line_id: str) -> str:
     from app.services.wire import format_amount, parse_amount
     sold = next(item for item in sale["lines"] if item["lineId"] == line_id)
