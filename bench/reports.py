@@ -3,28 +3,42 @@
 year (1,000,000: 5,000,000 lines) and `--entries` ledger entries (10,000,000), 3 % of the sales
 returned, 5 % of the lines under a campaign.
 
-Seeds inside the database (INSERT … SELECT over generate_series, in chunks, each its own
-transaction: nothing crosses the wire row by row), with the reports' indexes in place, then
-VACUUM ANALYZE. Then times each report over the last 31 Moscow days through the app (Flask's
+Seeds inside the database (INSERT … SELECT over generate_series, in chunks of a million, each
+its own transaction, `synchronous_commit` off: nothing crosses the wire row by row) into the
+big tables stripped of their keys, indexes and foreign keys, which are then built back from
+their own definitions as the migrations left them (random md5 keys make every row of a loaded
+index a random page write: 7,000 rows/s, against one sort per index after), then VACUUM ANALYZE. Then times each report over the last 31 Moscow days through the app (Flask's
 client, one request at a time, `--repeat` times, best and worst), and the registers report over
 366 days as CSV by cashier and by day, reading the streamed body, with the process's peak
 memory (tracemalloc) during each.
 
-Target: each 31-day report within 2 s.
+With `--rounds N`, then 16 registers (bench/checkout.py's stream: open, quote, hold, commit,
+against gunicorn, a company of their own in the same database) for `--seconds` each, N times
+without the reports' indexes and N times with them, alternating, the load average beside each;
+and last the reports timed again while the 16 registers run. `--database` reuses a database
+a run kept (`--keep`) instead of seeding one.
+
+Target: each 31-day report within 2 s; the registers' checkouts/s within 5 % with the indexes.
 
     .venv/bin/python bench/reports.py [--customers 1000000] [--sales 1000000]
                                       [--entries 10000000] [--repeat 3] [--keep]
+                                      [--database NAME] [--rounds 2] [--seconds 20]
+                                      [--pause-ms 50]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 import time
 import tracemalloc
+from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checkout.py's own imports
 
 from sqlalchemy import text  # noqa: E402
 
@@ -35,9 +49,17 @@ from app.models import Cashier, Store, Terminal  # noqa: E402
 from app.services.reports.periods import moscow_day  # noqa: E402
 from app.services.tenancy import companies, credentials  # noqa: E402
 from app.services.tenancy.scopes import ALL_SCOPES  # noqa: E402
-from bench.harness import PEPPER, bench_database  # noqa: E402
+from bench.harness import PEPPER, SERVER_URL, bench_database, gunicorn  # noqa: E402
 
-TERMINALS, CASHIERS, CHUNK = 16, 200, 200_000
+import checkout  # noqa: E402  (bench/checkout.py)
+
+TERMINALS, CASHIERS, CHUNK = 16, 200, 1_000_000
+# The reports' own indexes (migrations 0016 and 0018), dropped and built back between rounds.
+REPORT_INDEXES = ("ix_sales_company_committed", "ix_ledger_entries_company_created",
+                  "ix_ledger_entries_matured", "ix_returns_company_created",
+                  "ix_sale_lines_campaign")
+BIG_TABLES = ("customers", "reward_accounts", "reward_lots", "checkout_sessions", "sales",
+              "sale_lines", "ledger_entries", "returns")
 # md5 of a tag and a number, shaped as a uuid: ids the statements can recompute.
 ID = "md5('{tag}' || {n})::uuid::text"
 
@@ -154,6 +176,8 @@ def seed(app, customers: int, sales: int, entries: int) -> tuple[str, str]:
               "return_lines": '[{"line_id":"1","quantity":1000,"restored_redemption":0,'
                               '"reversed_accrual":500}]'}
     sale_entries = sales + sales // 3
+    rebuild = strip(session)
+    session.execute(text("SET synchronous_commit = off"))
     for statement, count, what in (
             (CUSTOMERS, customers, "customers"), (ACCOUNTS, customers, "accounts"),
             (LOTS, customers, "lots"), (SESSIONS, sales, "sessions"), (SALES, sales, "sales"),
@@ -166,6 +190,13 @@ def seed(app, customers: int, sales: int, entries: int) -> tuple[str, str]:
                                               "high": min(low + CHUNK - 1, count)})
             session.commit()
         print(f"  {what}: {count:,} in {time.perf_counter() - started:.0f} s", flush=True)
+    started = time.perf_counter()
+    session.execute(text("SET maintenance_work_mem = '1GB'"))
+    for statement in rebuild:
+        session.execute(text(statement))
+        session.commit()
+    print(f"  keys, indexes and foreign keys built back ({len(rebuild)}): "
+          f"{time.perf_counter() - started:.0f} s", flush=True)
     session.close()
     raw = app.extensions["engine"].raw_connection()
     raw.driver_connection.autocommit = True
@@ -175,6 +206,34 @@ def seed(app, customers: int, sales: int, entries: int) -> tuple[str, str]:
     raw.close()
     print(f"  vacuum analyze: {time.perf_counter() - started:.0f} s", flush=True)
     return company.id, key
+
+
+def strip(session) -> list[str]:
+    """Drops the big tables' foreign keys (both ways), keys and indexes; returns the statements
+    that build them back (keys, then indexes, then foreign keys), in that order."""
+    tables = {"tables": list(BIG_TABLES)}
+    foreign = session.execute(text(
+        "SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid) "
+        "FROM pg_constraint c WHERE c.contype = 'f' AND (c.conrelid::regclass::text = ANY(:tables) "
+        "OR c.confrelid::regclass::text = ANY(:tables))"), tables).all()
+    keys = session.execute(text(
+        "SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid) "
+        "FROM pg_constraint c WHERE c.contype IN ('p', 'u') "
+        "AND c.conrelid::regclass::text = ANY(:tables)"), tables).all()
+    indexes = session.execute(text(
+        "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+        "WHERE i.indrelid::regclass::text = ANY(:tables) "
+        "AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)"),
+        tables).all()
+    for table, name, _ in foreign + keys:
+        session.execute(text(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"'))
+    for name, _ in indexes:
+        session.execute(text(f"DROP INDEX {name}"))
+    session.commit()
+    return ([f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}'
+             for table, name, definition in keys] + [definition for _, definition in indexes]
+            + [f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}'
+               for table, name, definition in foreign])
 
 
 def measure(app, key: str, repeat: int) -> None:
@@ -209,6 +268,74 @@ def measure(app, key: str, repeat: int) -> None:
               f"peak Python memory {peak / 2**20:.1f} MiB", flush=True)
 
 
+def load() -> str:
+    return "load %.1f %.1f %.1f" % os.getloadavg()
+
+
+def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int,
+              pause: float) -> None:
+    """The registers' checkouts/s without and with the reports' indexes, alternating, then the
+    reports' times while the registers run."""
+    engine = app.extensions["engine"]
+    with engine.connect() as connection:
+        definitions = dict(connection.execute(text(
+            "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indexrelid::regclass::text = ANY(:names)"), {"names": list(REPORT_INDEXES)}).all())
+
+    def indexes(present: bool) -> None:
+        started = time.perf_counter()
+        with engine.connect() as connection:
+            connection.execute(text("SET maintenance_work_mem = '1GB'"))
+            for name, definition in definitions.items():
+                connection.execute(text(definition if present else f"DROP INDEX {name}"))
+            connection.commit()
+            # The build's WAL flushed now, not in the round that follows it.
+            connection.execute(text("CHECKPOINT"))
+        print(f"  {'built' if present else 'dropped'} {len(definitions)} indexes in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+
+    shop = checkout.seed(url, TERMINALS, extra_customers=1000)
+    with gunicorn(url, workers=4) as port:
+        stream = [lambda r=r: checkout.HttpRegister(port, shop.key, r, [r.customer_id])
+                  for r in shop.registers[:TERMINALS]]
+        checkout.play(stream[:8], seconds=3)  # warm up
+        built = True  # as the migrations leave them
+        for round_ in range(rounds):
+            # without-with, then with-without: a machine growing busier or quieter through
+            # the run favours neither
+            for present in (False, True) if round_ % 2 == 0 else (True, False):
+                if present != built:
+                    indexes(present)
+                    built = present
+                checkout.play(stream, seconds=5, processes=TERMINALS)  # the cache warm again
+                before = load()
+                tally, elapsed = checkout.play(stream, seconds, pause, processes=TERMINALS)
+                print(f"  round {round_ + 1}, {'with' if present else 'without'} the reports' "
+                      f"indexes: {tally.checkouts / elapsed:.1f} checkouts/s, "
+                      f"errors {tally.errors or 0} ({before}; after: {load()})", flush=True)
+        if not built:  # the reports are timed with their indexes, as deployed
+            indexes(True)
+        print(f"  the reports while {TERMINALS} registers run ({load()}):", flush=True)
+        reports = threading.Thread(target=lambda: (time.sleep(2), measure(app, key, repeat)))
+        reports.start()
+        while reports.is_alive():
+            tally, elapsed = checkout.play(stream, seconds, pause, processes=TERMINALS)
+            print(f"  registers meanwhile: {tally.checkouts / elapsed:.1f} checkouts/s "
+                  f"({load()})", flush=True)
+        reports.join()
+
+
+def reuse(app) -> str:
+    """A key of the company a kept run seeded."""
+    session = app.extensions["session_factory"]()
+    company_id = session.scalar(text("SELECT id FROM companies WHERE name = 'Bench Shop'"))
+    _, key = credentials.issue_credential(session, company_id, "bench again", list(ALL_SCOPES),
+                                          pepper=PEPPER, now=utcnow())
+    session.commit()
+    session.close()
+    return key
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--customers", type=int, default=1_000_000)
@@ -216,12 +343,23 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--database", help="a database a run kept: measure it, seed nothing")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="rounds of 16 registers without and with the reports' indexes")
+    parser.add_argument("--seconds", type=float, default=20, help="each round's length")
+    parser.add_argument("--pause-ms", type=float, default=0,
+                        help="the registers' pause between steps (50: a till's pace)")
     args = parser.parse_args()
-    with bench_database(keep=args.keep) as url:
-        print(f"database {url.rsplit('/', 1)[1]}", flush=True)
+    with (nullcontext(SERVER_URL.rsplit("/", 1)[0] + "/" + args.database) if args.database
+          else bench_database(keep=args.keep)) as url:
+        print(f"database {url.rsplit('/', 1)[1]} ({load()})", flush=True)
         app = _app(url)
-        _, key = seed(app, args.customers, args.sales, args.entries)
+        key = reuse(app) if args.database else seed(app, args.customers, args.sales,
+                                                    args.entries)[1]
         measure(app, key, args.repeat)
+        if args.rounds:
+            registers(app, url, key, args.rounds, args.seconds, args.repeat,
+                      args.pause_ms / 1000)
         app.extensions["engine"].dispose()
 
 

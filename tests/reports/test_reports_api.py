@@ -58,6 +58,64 @@ def test_a_day_at_the_register_in_every_report(client, tenant, shop, register):
     assert program["tiers"] == [] and program["campaigns"] == []
 
 
+def test_the_program_report_counts_each_campaigns_sales_and_lines(client, tenant, shop,
+                                                                   register):
+    """Each campaign's sales in the period and what its lines accrued, sorted by name: the
+    period's sales are found first and their campaign lines joined to them."""
+    from app.services.wire import format_amount, parse_amount
+    from tests.program.helpers import create_campaign
+
+    shop.program(accrual_delay_days=0)
+    latte = create_campaign(client, tenant, name="Latte days", skus=["LATTE"], accrualPercent="10")
+    flat = create_campaign(client, tenant, name="Flat white", skus=["FLAT"], accrualPercent="20")
+    anna, boris = shop.customer("0.00"), shop.customer("0.00")
+    both = register.checkout(anna, [line("1", "300.00", sku="LATTE"),
+                                    line("2", "200.00", sku="FLAT"),
+                                    line("3", "100.00", sku="BREAD")])["sale"]
+    one = register.checkout(boris, [line("1", "250.00", sku="LATTE"),
+                                    line("2", "80.00", sku="LATTE", quantity="2",
+                                         price="40.00")])["sale"]
+    register.checkout(anna, [line("1", "90.00", sku="BREAD")])
+
+    def accrued(*sold):
+        return format_amount(sum(parse_amount(item["accrual"]) for sale, line_ids in sold
+                                 for item in sale["lines"] if item["lineId"] in line_ids))
+
+    day = today()
+    program = report(client, tenant, "program", **{"from": day, "to": day}).get_json()
+    assert program["sales"] == 3 and program["campaigns"] == [
+        {"campaignId": flat["id"], "name": "Flat white", "sales": 1,
+         "accrued": accrued((both, {"2"}))},
+        {"campaignId": latte["id"], "name": "Latte days", "sales": 2,
+         "accrued": accrued((both, {"1"}), (one, {"1", "2"}))}]
+    yesterday = (moscow_day(utcnow()) - timedelta(days=1)).isoformat()
+    assert report(client, tenant, "program", **{"from": yesterday, "to": yesterday}
+                  ).get_json()["campaigns"] == []
+
+
+def test_the_ledger_puts_an_entry_in_the_moscow_day_of_its_moment(client, tenant, shop):
+    """23:59:59 and 00:00:00 Moscow (20:59:59 and 21:00:00 UTC) fall on two days, however the
+    sums are gathered (by the hour, then the day)."""
+    from sqlalchemy import update
+
+    from app.models import LedgerEntry
+    from app.services.reports.periods import moscow_midnight
+
+    first = moscow_day(utcnow()) - timedelta(days=2)
+    midnight = moscow_midnight(first + timedelta(days=1))
+    anna, boris = shop.customer("100.00"), shop.customer("7.00")
+    for customer_id, moment in ((anna, midnight - timedelta(seconds=1)), (boris, midnight)):
+        shop.arrange(lambda s, c=customer_id, m=moment: s.execute(
+            update(LedgerEntry).where(LedgerEntry.company_id == tenant.company_id,
+                                      LedgerEntry.customer_id == c)
+            .values(created_at=m, available_at=m)))
+    items = report(client, tenant, "ledger", **{"from": first.isoformat(),
+                                                "to": (first + timedelta(days=1)).isoformat(),
+                                                "groupBy": "day"}).get_json()["items"]
+    assert [(item["period"], item["adjusted"]) for item in items] == [
+        (first.isoformat(), "100.00"), ((first + timedelta(days=1)).isoformat(), "7.00")]
+
+
 def _third_of_net(sale: dict, line_id: str) -> str:
     from app.services.wire import format_amount, parse_amount
     sold = next(item for item in sale["lines"] if item["lineId"] == line_id)

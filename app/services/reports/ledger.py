@@ -6,7 +6,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry
-from app.services.reports.periods import Period, as_int, moscow_period, snapshot
+from app.services.reports.periods import Period, as_int, moscow_period, snapshot, utc_hour
 
 # Each entry type's column; signed as written (credits positive, debits negative).
 COLUMNS = {"ACCRUAL": "accrued", "REDEMPTION": "redeemed", "REDEMPTION_RESTORE": "restored",
@@ -30,18 +30,24 @@ def ledger_movements(session: Session, company_id: str, period: Period,
     snapshot(session)
     items = {key: dict.fromkeys(FIELDS, 0) for key in period.keys(unit)}
     within = (_ENTRIES.c.company_id == company_id,)
-    created = moscow_period(_ENTRIES.c.created_at, unit)
-    for key, type, amount in session.execute(
-            select(created, _ENTRIES.c.type, func.sum(_ENTRIES.c.amount))
-            .where(*within, _ENTRIES.c.created_at >= period.start,
-                   _ENTRIES.c.created_at < period.end)
-            .group_by(created, _ENTRIES.c.type)):
+    created = utc_hour(_ENTRIES.c.created_at).label("hour")
+    hours = (select(created, _ENTRIES.c.type, func.sum(_ENTRIES.c.amount).label("amount"))
+             .where(*within, _ENTRIES.c.created_at >= period.start,
+                    _ENTRIES.c.created_at < period.end)
+             .group_by(created, _ENTRIES.c.type).subquery())
+    for key, type, amount in session.execute(_by_period(hours, unit, hours.c.type)):
         items[key][COLUMNS[type]] += as_int(amount)
-    available = moscow_period(_ENTRIES.c.available_at, unit)
-    for key, amount in session.execute(
-            select(available, func.sum(_ENTRIES.c.amount))
-            .where(*within, _BORN_PENDING, _ENTRIES.c.status == "ACTIVE",
-                   _ENTRIES.c.available_at >= period.start, _ENTRIES.c.available_at < period.end)
-            .group_by(available)):
+    available = utc_hour(_ENTRIES.c.available_at).label("hour")
+    hours = (select(available, func.sum(_ENTRIES.c.amount).label("amount"))
+             .where(*within, _BORN_PENDING, _ENTRIES.c.status == "ACTIVE",
+                    _ENTRIES.c.available_at >= period.start, _ENTRIES.c.available_at < period.end)
+             .group_by(available).subquery())
+    for key, amount in session.execute(_by_period(hours, unit)):
         items[key]["matured"] += as_int(amount)
     return [{"period": key, **sums} for key, sums in items.items()]
+
+
+def _by_period(hours, unit: str, *columns):
+    """The hourly sums summed again by Moscow day or month (and `columns`)."""
+    key = moscow_period(hours.c.hour, unit)
+    return select(key, *columns, func.sum(hours.c.amount)).group_by(key, *columns)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import String, text
+from sqlalchemy import DateTime, String, text
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.expression import ColumnElement
@@ -93,6 +93,28 @@ def _moscow_period_sqlite(element, compiler, **kw):
     # SQLite knows no zones: the function `snapshot` gives the connection does it in Python.
     moment, pattern = list(element.clauses)
     return f"moscow_period({compiler.process(moment, **kw)}, {compiler.process(pattern, **kw)})"
+
+
+class utc_hour(FunctionElement):
+    """The UTC hour a moment falls in. A report sums its rows by hour first and buckets the
+    hours by Moscow day after: bucketing 800,000 entries one by one was half the ledger
+    report's time. Exact because Moscow's offset has been whole hours since July 1919, so an
+    hour never straddles a Moscow midnight."""
+
+    type = DateTime(timezone=True)
+    inherit_cache = True
+    name = "utc_hour"
+
+
+@compiles(utc_hour, "postgresql")
+def _utc_hour_postgresql(element, compiler, **kw):
+    # The zone is named: date_trunc would otherwise cut in the session's zone.
+    return f"date_trunc('hour', {compiler.process(element.clauses, **kw)}, 'UTC')"
+
+
+@compiles(utc_hour, "sqlite")
+def _utc_hour_sqlite(element, compiler, **kw):
+    return f"strftime('%Y-%m-%d %H:00:00', {compiler.process(element.clauses, **kw)})"
 
 
 def _sqlite_moscow_period(stored: str | None, pattern: str) -> str | None:

@@ -35,7 +35,7 @@ def program_figures(session: Session, company_id: str, period: Period) -> dict:
             "average_loyalty_check": half_up(as_int(loyalty_amount), loyalty),
             "accrued": as_int(accrued), "redeemed": as_int(redeemed),
             "redemption_rate": rate(as_int(redeemed), as_int(accrued)),
-            "tiers": _tiers(session, company_id), "campaigns": _campaigns(session, in_period)}
+            "tiers": _tiers(session, company_id), "campaigns": _campaigns(session, company_id, in_period)}
 
 
 def half_up(total: int, count: int) -> int | None:
@@ -66,18 +66,24 @@ def _tiers(session: Session, company_id: str) -> list[dict]:
     return [{"name": tier.name, "customers": count} for tier, count in zip(tiers, counts)]
 
 
-def _campaigns(session: Session, in_period) -> list[dict]:
+def _campaigns(session: Session, company_id: str, in_period) -> list[dict]:
     """The campaigns that gave a line its percent in the period: their sales and what those
-    lines accrued, by name."""
+    lines accrued, by name.
+
+    The period's sales are found first, on their own (a materialized CTE): left to itself the
+    planner walks every campaign line the company ever had and looks its sale up by key, a
+    random read of the sales table per line (9 s at the contract's size), where the period's
+    sales hashed against the campaign lines' index is about 1 s."""
     campaigns = Campaign.__table__
+    period_sales = select(_SALES.c.id).where(*in_period).cte("period_sales") \
+        .prefix_with("MATERIALIZED")
     rows = session.execute(
         select(_LINES.c.campaign_id, campaigns.c.name, func.count(_LINES.c.sale_id.distinct()),
                func.sum(_LINES.c.accrual))
-        .select_from(_LINES.join(_SALES, (_SALES.c.company_id == _LINES.c.company_id)
-                                 & (_SALES.c.id == _LINES.c.sale_id))
+        .select_from(period_sales.join(_LINES, _LINES.c.sale_id == period_sales.c.id)
                      .join(campaigns, (campaigns.c.company_id == _LINES.c.company_id)
                            & (campaigns.c.id == _LINES.c.campaign_id)))
-        .where(*in_period, _LINES.c.campaign_id.is_not(None))
+        .where(_LINES.c.company_id == company_id, _LINES.c.campaign_id.is_not(None))
         .group_by(_LINES.c.campaign_id, campaigns.c.name)).all()
     return [{"campaign_id": campaign_id, "name": name, "sales": sales, "accrued": as_int(accrued)}
             for campaign_id, name, sales, accrued in sorted(rows, key=lambda row: (row[1], row[0]))]
