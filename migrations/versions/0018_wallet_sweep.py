@@ -6,13 +6,13 @@ The index is built CONCURRENTLY on PostgreSQL: the registers keep writing while 
 It leads with `updated_at`, not `company_id`: the sweep reads every company, and a plain
 index need not lead with the company (docs/decisions.md, the wallet card).
 
-Revision ID: 0019_wallet_sweep
+Revision ID: 0018_wallet_sweep
 Revises: 0017_wallet_web_service
 """
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019_wallet_sweep"
+revision = "0018_wallet_sweep"
 down_revision = "0017_wallet_web_service"
 branch_labels = None
 depends_on = None
