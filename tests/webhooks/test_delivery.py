@@ -154,6 +154,10 @@ class Workers:
 
     def stop(self) -> None:
         self.stop_all()
+        # A killed worker stays in RQ's registry until its keys expire, minutes later; the queue
+        # is this test session's, and later tests (flask ops status) count the living workers.
+        for registered in Worker.all(queue=self.queue):
+            registered.register_death()
         for worker in self.started:
             if os.environ.get("SHOW_WORKER_LOG"):
                 print(worker.log.read_text(errors="replace"))
