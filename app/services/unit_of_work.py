@@ -66,24 +66,16 @@ class Rows:
 class _Prepared:
     """A statement compiled once for PostgreSQL, with its parameters' type processors."""
 
-    __slots__ = ("statement", "compiled", "sql", "processors", "lists", "row_types", "direct",
-                 "renamed")
+    __slots__ = ("statement", "compiled", "sql", "processors", "row_types", "direct", "renamed")
 
     def __init__(self, statement, compiled, dialect):
         # Holding the statement keeps its id from being reused while it is cached.
         self.statement = statement
         self.compiled = compiled
-        escaped = compiled.escaped_bind_names or {}
-        # `IN` a list: psycopg2 writes a tuple as `(a, b, …)`, the very text SQLAlchemy would
-        # render per call, so the statement's SQL stays the same string for every list.
-        self.lists = {escaped.get(name, name) for bind, name in compiled.bind_names.items()
-                      if bind.expanding and not bind.type._is_tuple_type}
-        sql = compiled.string
-        for name in self.lists:
-            sql = sql.replace(f"(__[POSTCOMPILE_{name}])", f"%({name})s")
-        self.sql = sql
+        self.sql = compiled.string
         self.direct = not (compiled.literal_execute_params or compiled.positional
-                           or "POSTCOMPILE" in sql)
+                           or "POSTCOMPILE" in self.sql)
+        escaped = compiled.escaped_bind_names or {}
         processors = ((name, bind.type.dialect_impl(dialect).bind_processor(dialect))
                       for name, bind in compiled.binds.items())
         self.processors = [(escaped.get(name, name), process)
@@ -91,18 +83,11 @@ class _Prepared:
         self.row_types: dict = {}
         self.renamed: dict[int, str] = {}
 
-    def values(self, params: dict) -> dict | None:
-        """The driver's values, or None if one is an empty list (`IN ()` is no SQL:
-        SQLAlchemy renders that case its own way)."""
+    def values(self, params: dict) -> dict:
         values = self.compiled.construct_params(params)
         for name, process in self.processors:
             if name in values:
-                values[name] = ([process(value) for value in values[name]]
-                                if name in self.lists else process(values[name]))
-        for name in self.lists:
-            values[name] = tuple(values[name])
-            if not values[name]:
-                return None
+                values[name] = process(values[name])
         return values
 
     def sql_as(self, prefix: int) -> str:
@@ -156,11 +141,10 @@ class UnitOfWork:
             self.send()
             return self.connection.execute(statement, params)
         prepared = _prepare(self.connection.dialect, statement, params)
-        values = prepared.values(params) if prepared.direct else None
-        if values is None:
+        if not prepared.direct:
             self.send()
             return self.connection.execute(statement, params)
-        return self._send(prepared, values)
+        return self._send(prepared, prepared.values(params))
 
     def defer(self, statement, params: dict | list[dict]) -> None:
         """A write nothing waits on (a list of rows: one statement for them all), sent with
@@ -171,10 +155,8 @@ class UnitOfWork:
         """What is deferred, now."""
         if not self.deferred:
             return
-        # A write `IN` a list (none defers one) goes the long way, whatever its list.
         if self.postgresql and all(
-                (prepared := _prepare(self.connection.dialect, statement, row)).direct
-                and not prepared.lists
+                _prepare(self.connection.dialect, statement, row).direct
                 for statement, params in self.deferred for row in _rows(params)):
             self._send(None, None)
             return

@@ -87,27 +87,3 @@ def test_statements_per_request_stay_few(app, register, counted):
     counts = {name: len(seen) for name, seen in results.items()}
     ceilings = ROUND_TRIPS if app.extensions["engine"].dialect.name == "postgresql" else STATEMENTS
     assert all(counts[name] <= ceiling for name, ceiling in ceilings.items()), (counts, results)
-
-
-def test_the_catalog_lookup_is_one_sql_text_whatever_the_receipts_skus(app, register, counted):
-    """On PostgreSQL the unit of work sends `sku IN %(skus)s` as it is (psycopg2 writes the
-    tuple), not SQLAlchemy's per-call rendering of one parameter per SKU; the flags read
-    through it are the catalog's either way."""
-    customer, _, _ = counted
-    texts = []
-
-    def catalog_text(conn, cursor, statement, parameters, context, executemany):
-        texts.extend(part for part in statement.split(";\n") if "FROM catalog_items" in part)
-
-    engine = app.extensions["engine"]
-    event.listen(engine, "before_cursor_execute", catalog_text)
-    try:
-        quotes = [register.quote(register.open(customer)["id"], RECEIPT[:count])
-                  for count in (1, 2, 5)]
-    finally:
-        event.remove(engine, "before_cursor_execute", catalog_text)
-    assert [[answer["accrual"] != "0.00" for answer in quote["lines"]] for quote in quotes] == [
-        [True], [True, True], [True, True, True, True, False]]  # SKU4 earns nothing
-    assert len(texts) == 3
-    if engine.dialect.name == "postgresql":
-        assert len(set(texts)) == 1, texts
