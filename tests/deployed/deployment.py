@@ -39,14 +39,8 @@ class Deployment:
     def start(self, registers: int = 4, **settings: str) -> "Deployment":
         """`settings` replace the harness's own (e.g. UPKEEP_INTERVAL_SECONDS)."""
         self.lines = procfile_lines()
-        self.postgres = ThrowawayPostgres(self.directory)
-        self.postgres.start()
-        self._cleanup.callback(self.postgres.stop)
-        self.redis = ThrowawayRedis(self.directory)
-        self.redis.start()
-        self._cleanup.callback(self.redis.kill)
-        self.receiver = WebhookReceiver(self.directory)
-        self._cleanup.callback(self.receiver.close)
+        self.start_postgres()
+        self.start_redis_and_receiver()
         self.port = free_port()
         self.settings = {
             "DATABASE_URL": self.postgres.url, "REDIS_URL": self.redis.url,
@@ -79,6 +73,19 @@ class Deployment:
         self.flask("programs", "set", self.company_id, "--hold-ttl-seconds", "30")
         self.wait_until_listening()
         return self
+
+    def start_postgres(self) -> None:
+        self.postgres = ThrowawayPostgres(self.directory)
+        self.postgres.start()
+        self._cleanup.callback(self.postgres.stop)
+
+    def start_redis_and_receiver(self) -> None:
+        """The deployment's own Redis, and the tenant's HTTPS webhook receiver."""
+        self.redis = ThrowawayRedis(self.directory)
+        self.redis.start()
+        self._cleanup.callback(self.redis.kill)
+        self.receiver = WebhookReceiver(self.directory)
+        self._cleanup.callback(self.receiver.close)
 
     def _line(self, name: str, **settings: str) -> ProcfileProcess:
         env = dict(self.env, **settings)

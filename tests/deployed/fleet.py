@@ -20,8 +20,6 @@ from tests.deployed.backing_services import wait_for_port
 from tests.deployed.deployment import UPKEEP_SECONDS, Deployment
 from tests.deployed.procfile import ROOT, ProcfileProcess, process_environment, run_line
 from tests.deployed.registers import Api, open_shop
-from tests.deployed.backing_services import ThrowawayPostgres, ThrowawayRedis
-from tests.deployed.receiver import WebhookReceiver
 from tests.ports import free_port
 
 DEPLOY = ROOT / "deploy"
@@ -142,19 +140,13 @@ class Fleet(Deployment):
         from tests.deployed.procfile import procfile_lines
 
         self.lines = procfile_lines()
-        self.postgres = ThrowawayPostgres(self.directory)
-        self.postgres.start()
-        self._cleanup.callback(self.postgres.stop)
+        self.start_postgres()
         self.query_as_admin(f"CREATE DATABASE {DATABASE}")
         self.query_as_admin(f"ALTER DATABASE {DATABASE} SET timezone TO '{DATABASE_ZONE}'")
         self.pgbouncer = ThrowawayPgBouncer(self.directory, self.postgres.port)
         self.pgbouncer.start()
         self._cleanup.callback(self.pgbouncer.stop)
-        self.redis = ThrowawayRedis(self.directory)
-        self.redis.start()
-        self._cleanup.callback(self.redis.kill)
-        self.receiver = WebhookReceiver(self.directory)
-        self._cleanup.callback(self.receiver.close)
+        self.start_redis_and_receiver()
         self.web_ports = [free_port(), free_port()]
         self.nginx = ThrowawayNginx(self.directory, self.web_ports)
         self.settings = {
