@@ -37,6 +37,9 @@ def document(app):
     return app.test_client().get("/openapi.json").get_json()
 
 
+# Slow: it starts Spectral (node), installed in the suite's own virtualenv, so it stays with the
+# main run (tests/test_python_versions.py runs the rest on the other Pythons).
+@pytest.mark.slow
 def test_spectral_oas_finds_no_error_and_no_warning(document, tmp_path):
     if not SPECTRAL.exists():
         without(f"Spectral is not installed at {SPECTRAL} (`make install` installs it)")
