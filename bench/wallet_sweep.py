@@ -22,7 +22,7 @@ from sqlalchemy.orm import sessionmaker  # noqa: E402
 
 from app.db import utcnow  # noqa: E402
 from app.models import SweepMark  # noqa: E402
-from app.services.cards import passkit  # noqa: E402
+from app.services.cards import pass_pushes  # noqa: E402
 from bench.harness import bench_database  # noqa: E402
 from worker.pushes import SWEEP_BATCH  # noqa: E402
 
@@ -53,7 +53,7 @@ def sweep_ms(sessions, *, forget: bool) -> float:
         if forget:
             session.execute(delete(SweepMark))
         started = time.perf_counter()
-        passkit.mark_stale(session, now=utcnow(), limit=SWEEP_BATCH)
+        pass_pushes.mark_stale(session, now=utcnow(), limit=SWEEP_BATCH)
         elapsed = time.perf_counter() - started
         session.commit()
     return elapsed * 1000

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.db import utcnow
 from app.delivery_queue import enqueue_push_in, enqueue_pushes
-from app.services.cards import apns, passkit
+from app.services.cards import apns, pass_pushes
 from app.services.webhooks.transport import next_delay, retry_delays
 from worker.context import job_session, worker_app
 
@@ -49,7 +49,7 @@ def push(company_id: str, customer_id: str, device_id: str) -> str:
     if http is None:
         return "wallet not configured"
     with job_session(app) as session:
-        claimed = passkit.begin_push(session, key, now=utcnow())
+        claimed = pass_pushes.begin_push(session, key, now=utcnow())
     if claimed is None:
         return "not due"
     outcome = apns.push(http, claimed.push_token, settings.wallet["pass_type_id"])
@@ -60,7 +60,7 @@ def push(company_id: str, customer_id: str, device_id: str) -> str:
         log.warning("push to a device of pass %s: %s%s", customer_id, outcome.error,
                     "" if retry_in is not None else "; given up until the pass changes again")
     with job_session(app) as session:
-        again = passkit.finish_push(session, claimed, sent=outcome.sent, gone=outcome.gone,
+        again = pass_pushes.finish_push(session, claimed, sent=outcome.sent, gone=outcome.gone,
                                     retry_in=retry_in, now=utcnow())
     if again:
         enqueue_pushes(settings, [key])
@@ -69,17 +69,17 @@ def push(company_id: str, customer_id: str, device_id: str) -> str:
     return "pushed" if outcome.sent else ("removed" if outcome.gone else outcome.error or "failed")
 
 
-def after_dispatch(session: Session, *, dispatched_at: datetime) -> list[passkit.Key]:
+def after_dispatch(session: Session, *, dispatched_at: datetime) -> list[pass_pushes.Key]:
     """Called by the dispatch run in its transaction: the passes its events changed."""
-    return passkit.mark_from_events(session, dispatched_at=dispatched_at, now=dispatched_at)
+    return pass_pushes.mark_from_events(session, dispatched_at=dispatched_at, now=dispatched_at)
 
 
 def sweep_pushes(session: Session, now: datetime) -> int:
     """Periodic task: passes changed without an event (accruals maturing), and pushes whose job
     was lost (a killed worker, Redis away); enqueued after this task's commit."""
     settings = _app().config["SETTINGS"]
-    keys = passkit.mark_stale(session, now=now, limit=SWEEP_BATCH)
-    keys += passkit.due_pushes(session, due_before=now - PUSH_SWEEP_AGE, limit=SWEEP_BATCH)
+    keys = pass_pushes.mark_stale(session, now=now, limit=SWEEP_BATCH)
+    keys += pass_pushes.due_pushes(session, due_before=now - PUSH_SWEEP_AGE, limit=SWEEP_BATCH)
     session.commit()
     enqueue_pushes(settings, sorted(set(keys)))
     return len(keys)
@@ -91,6 +91,6 @@ def push_waiting(limit: int = SWEEP_BATCH) -> int:
     app = _app()
     with job_session(app) as session:
         now = utcnow()
-        passkit.mark_stale(session, now=now, limit=limit)
-        due = passkit.due_pushes(session, due_before=now, limit=limit)
+        pass_pushes.mark_stale(session, now=now, limit=limit)
+        due = pass_pushes.due_pushes(session, due_before=now, limit=limit)
     return sum(push(*key) != "not due" for key in due)

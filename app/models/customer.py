@@ -59,7 +59,7 @@ class RewardAccount(Base):
         Index("ix_reward_accounts_spend_oldest", "company_id", "spend_oldest_at"),
         Index("ix_reward_accounts_spend_window", "company_id", "spend_window_version"),
         Index("ix_reward_accounts_birthday", "birthday_due_on"),
-        # The wallet push sweep's "changed since" (app.services.cards.passkit.mark_stale).
+        # The wallet push sweep's "changed since" (app.services.cards.pass_pushes.mark_stale).
         Index("ix_reward_accounts_updated", "updated_at"),
         # The periodic job's candidates (CONTRACT §14): only accounts with lots to watch.
         Index("ix_reward_accounts_expiry", "next_expiry_at",

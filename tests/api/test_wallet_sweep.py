@@ -9,7 +9,7 @@ from sqlalchemy import select, update
 
 from app.db import utcnow
 from app.models import LedgerEntry, RewardAccount, WalletRegistration
-from app.services.cards.passkit import SWEEP_MARGIN
+from app.services.cards.pass_pushes import SWEEP_MARGIN
 from app.services.rewards import ledger
 from app.services.unit_of_work import UnitOfWork
 from tests.api.card_helpers import make_customer
