@@ -133,9 +133,15 @@ class Deployment:
         finally:
             redis.close()
 
+    @property
+    def database_url(self) -> str:
+        """The service's database on PostgreSQL itself (never through a pooler)."""
+        return self.postgres.url
+
     def query(self, sql: str, *params) -> list[tuple]:
-        """Read the service's database directly, to check what the API says."""
-        connection = psycopg2.connect(self.postgres.url, connect_timeout=5)
+        """Read the service's database directly, in UTC, to check what the API says."""
+        connection = psycopg2.connect(self.database_url, connect_timeout=5,
+                                      options="-c timezone=UTC")
         try:
             with connection, connection.cursor() as cursor:
                 cursor.execute(sql, params)
@@ -147,7 +153,7 @@ class Deployment:
     def accounts_locked(self, customer_ids: list[str]):
         """The customers' reward accounts row-locked here: a hold or commit for them waits,
         in flight, until the block ends."""
-        connection = psycopg2.connect(self.postgres.url, connect_timeout=5)
+        connection = psycopg2.connect(self.database_url, connect_timeout=5)
         try:
             connection.cursor().execute(
                 "SELECT 1 FROM reward_accounts WHERE company_id = %s AND customer_id = ANY(%s)"

@@ -213,25 +213,16 @@ class Fleet(Deployment):
         finally:
             connection.close()
 
-    def query(self, sql: str, *params) -> list[tuple]:
-        """Straight to PostgreSQL, in UTC, around PgBouncer: the checks' own view."""
-        import psycopg2
-
-        url = self.postgres.url.rsplit("/", 1)[0] + f"/{DATABASE}"
-        connection = psycopg2.connect(url, connect_timeout=5, options="-c timezone=UTC")
-        try:
-            with connection, connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchall()
-        finally:
-            connection.close()
+    @property
+    def database_url(self) -> str:
+        """Around PgBouncer: the checks' own view."""
+        return self.postgres.url.rsplit("/", 1)[0] + f"/{DATABASE}"
 
     def execute(self, sql: str, *params) -> None:
         """Arrange what only time would bring (a birthday come due), straight in PostgreSQL."""
         import psycopg2
 
-        url = self.postgres.url.rsplit("/", 1)[0] + f"/{DATABASE}"
-        connection = psycopg2.connect(url, connect_timeout=5)
+        connection = psycopg2.connect(self.database_url, connect_timeout=5)
         try:
             with connection, connection.cursor() as cursor:
                 cursor.execute(sql, params)
