@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
 
 import pytest
 import schemathesis
@@ -158,6 +159,10 @@ def test_hostile_json_makes_no_server_error(app, client, tenant):
                 case.path_parameters["customer_id"] = customer_id
             headers = {k: v for k, v in (case.headers or {}).items() if k != "X-Loyalty-Pos-Key"}
             headers.update({"Authorization": f"Bearer {tenant.key}", "Content-Type": "application/json"})
+            if "Idempotency-Key" in headers:
+                # Hypothesis may draw one key for two different bodies: that is a correct 422
+                # on the header, not what this test asks about.
+                headers["Idempotency-Key"] = uuid.uuid4().hex
             response = client.open(case.formatted_path, method=case.method, query_string=case.query,
                                    data=_with_hostile(body, path, HOSTILE_VALUES[kind]),
                                    headers=headers)
