@@ -23,7 +23,7 @@ Target: each 31-day report within 2 s; the registers' checkouts/s within 5 % wit
     .venv/bin/python bench/reports.py [--customers 1000000] [--sales 1000000]
                                       [--entries 10000000] [--repeat 3] [--keep]
                                       [--database NAME] [--rounds 2] [--seconds 20]
-                                      [--pause-ms 50]
+                                      [--pause-ms 50] [--indexes NAME,…|none]
 """
 from __future__ import annotations
 
@@ -273,14 +273,15 @@ def load() -> str:
 
 
 def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int,
-              pause: float) -> None:
-    """The registers' checkouts/s without and with the reports' indexes, alternating, then the
-    reports' times while the registers run."""
+              pause: float, toggled: tuple[str, ...] = REPORT_INDEXES) -> None:
+    """The registers' checkouts/s without and with the reports' indexes (or those `toggled`;
+    none: the same state twice, the bench's own noise), alternating, then the reports' times
+    while the registers run."""
     engine = app.extensions["engine"]
     with engine.connect() as connection:
         definitions = dict(connection.execute(text(
             "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
-            "WHERE indexrelid::regclass::text = ANY(:names)"), {"names": list(REPORT_INDEXES)}).all())
+            "WHERE indexrelid::regclass::text = ANY(:names)"), {"names": list(toggled)}).all())
 
     def indexes(present: bool) -> None:
         started = time.perf_counter()
@@ -349,7 +350,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="each round's length")
     parser.add_argument("--pause-ms", type=float, default=0,
                         help="the registers' pause between steps (50: a till's pace)")
+    parser.add_argument("--indexes", default=",".join(REPORT_INDEXES),
+                        help="the indexes the rounds drop and build (comma-separated; "
+                             "'none': an A/A run)")
     args = parser.parse_args()
+    toggled = tuple(name for name in args.indexes.split(",") if name and name != "none")
     with (nullcontext(SERVER_URL.rsplit("/", 1)[0] + "/" + args.database) if args.database
           else bench_database(keep=args.keep)) as url:
         print(f"database {url.rsplit('/', 1)[1]} ({load()})", flush=True)
@@ -359,7 +364,7 @@ def main() -> None:
         measure(app, key, args.repeat)
         if args.rounds:
             registers(app, url, key, args.rounds, args.seconds, args.repeat,
-                      args.pause_ms / 1000)
+                      args.pause_ms / 1000, toggled)
         app.extensions["engine"].dispose()
 
 
