@@ -101,7 +101,6 @@ class LedgerEntry(TenantMixin, Base):
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
         Index("ix_ledger_entries_customer", "company_id", "customer_id", "created_at"),
-        Index("ix_ledger_entries_maturing", "status", "available_at"),
         # The ledger report's movements of a period and what matured in it (migration
         # 0016_report_indexes): the sums come from the index alone on PostgreSQL.
         Index("ix_ledger_entries_company_created", "company_id", "created_at",
@@ -131,9 +130,11 @@ class RewardLot(Base):
     __tablename__ = "reward_lots"
     __table_args__ = (
         ForeignKeyConstraint(["company_id", "customer_id"], ["customers.company_id", "customers.id"]),
-        # What a touch reads: the account's lots with points left.
-        Index("ix_reward_lots_open", "company_id", "customer_id",
-              postgresql_where=text("remaining > 0"), sqlite_where=text("remaining > 0")),
+        # What a touch reads: the account's lots with points left, in spending order
+        # (app.services.rewards.lots.OPEN_LOTS), so its first page is read from the index
+        # without the customer's other open lots (migration 0019_lots_in_spending_order).
+        Index("ix_reward_lots_spending", "company_id", "customer_id", "expires_at", "created_at",
+              "id", postgresql_where=text("remaining > 0"), sqlite_where=text("remaining > 0")),
     )
 
     company_id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -21,11 +21,12 @@ _COLUMNS = (LOTS.c.id, LOTS.c.sale_id, LOTS.c.amount, LOTS.c.remaining, LOTS.c.e
             LOTS.c.remind_at, LOTS.c.created_at)
 # An account's lots with points left, in spending order: what a debit or an expiry may take
 # from. A touch reads the first LOT_PAGE of them: a customer who shops every day keeps
-# hundreds of lots, and a redemption seldom needs more than the first few.
+# hundreds of lots, and a redemption seldom needs more than the first few. The order is the
+# index's (ix_reward_lots_spending; NULLS LAST named, SQLite's ascending order puts them first),
+# so that page is all PostgreSQL reads.
 OPEN_LOTS = select(*_COLUMNS).where(
     LOTS.c.company_id == bindparam("company_id"), LOTS.c.customer_id == bindparam("customer_id"),
-    LOTS.c.remaining > 0).order_by(LOTS.c.expires_at.is_(None), LOTS.c.expires_at,
-                                   LOTS.c.created_at, LOTS.c.id)
+    LOTS.c.remaining > 0).order_by(LOTS.c.expires_at.nulls_last(), LOTS.c.created_at, LOTS.c.id)
 LOT_PAGE = 32
 FIRST_OPEN_LOTS = OPEN_LOTS.limit(bindparam("page"))
 
