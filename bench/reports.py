@@ -24,6 +24,11 @@ Target: each 31-day report within 2 s; the registers' checkouts/s within 5 % wit
                                       [--entries 10000000] [--repeat 3] [--keep]
                                       [--database NAME] [--rounds 2] [--seconds 20]
                                       [--pause-ms 50] [--indexes NAME,…|none]
+                                      [--as-before] [--warm-up 5]
+
+`--as-before` makes "without" the schema as it was before the reports (0015): the five dropped,
+and migration 0019's changes undone (the old open-lots index, the ledger's maturing index), so
+the rounds compare what the registers did then with what they do now.
 """
 from __future__ import annotations
 
@@ -58,6 +63,12 @@ TERMINALS, CASHIERS, CHUNK = 16, 200, 1_000_000
 REPORT_INDEXES = ("ix_sales_company_committed", "ix_ledger_entries_company_created",
                   "ix_ledger_entries_matured", "ix_returns_company_created",
                   "ix_sale_lines_campaign")
+# What 0019 (lots in spending order) replaced: `--as-before` builds them back for "without".
+BEFORE_0019 = {
+    "ix_reward_lots_open": "CREATE INDEX ix_reward_lots_open ON reward_lots "
+                           "(company_id, customer_id) WHERE remaining > 0",
+    "ix_ledger_entries_maturing": "CREATE INDEX ix_ledger_entries_maturing ON ledger_entries "
+                                  "(status, available_at)"}
 BIG_TABLES = ("customers", "reward_accounts", "reward_lots", "checkout_sessions", "sales",
               "sale_lines", "ledger_entries", "returns")
 # md5 of a tag and a number, shaped as a uuid: ids the statements can recompute.
@@ -273,11 +284,14 @@ def load() -> str:
 
 
 def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int,
-              pause: float, toggled: tuple[str, ...] = REPORT_INDEXES) -> None:
+              pause: float, toggled: tuple[str, ...] = REPORT_INDEXES,
+              before: dict[str, str] | None = None, warm_up: float = 5) -> None:
     """The registers' checkouts/s without and with the reports' indexes (or those `toggled`;
     none: the same state twice, the bench's own noise), alternating, then the reports' times
-    while the registers run."""
+    while the registers run. `before`: indexes (name: definition) that stand in the "without"
+    state only, so that it is the schema as it was before the reports."""
     engine = app.extensions["engine"]
+    before = before or {}
     with engine.connect() as connection:
         definitions = dict(connection.execute(text(
             "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
@@ -289,17 +303,29 @@ def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int,
             connection.execute(text("SET maintenance_work_mem = '1GB'"))
             for name, definition in definitions.items():
                 connection.execute(text(definition if present else f"DROP INDEX {name}"))
+            for name, definition in before.items():
+                connection.execute(text(f"DROP INDEX {name}" if present else definition))
             connection.commit()
-            # The build's WAL flushed now, not in the round that follows it.
+            # The build's WAL and pages on the disk now, not in the round that follows it: the
+            # operating system writes back a 400 MB index for seconds after the checkpoint, and
+            # each commit's fsync waits behind it.
             connection.execute(text("CHECKPOINT"))
-        print(f"  {'built' if present else 'dropped'} {len(definitions)} indexes in "
+        os.sync()
+        time.sleep(5)
+        print(f"  {'built' if present else 'dropped'} {len(definitions)} indexes "
+              f"({'dropped' if present else 'built'} {len(before)}) in "
               f"{time.perf_counter() - started:.0f} s", flush=True)
 
-    shop = checkout.seed(url, TERMINALS, extra_customers=1000)
+    def shop_of_its_own(port: int) -> list:
+        """A new company's 16 registers: each customer's open lots grow by one a checkout (every
+        sale accrues a lot), and a customer's hold and commit read them all, so registers
+        that went on from round to round would slow down round by round whatever the indexes."""
+        shop = checkout.seed(url, TERMINALS, extra_customers=1000)
+        return [lambda r=r: checkout.HttpRegister(port, shop.key, r, [r.customer_id])
+                for r in shop.registers[:TERMINALS]]
+
     with gunicorn(url, workers=4) as port:
-        stream = [lambda r=r: checkout.HttpRegister(port, shop.key, r, [r.customer_id])
-                  for r in shop.registers[:TERMINALS]]
-        checkout.play(stream[:8], seconds=3)  # warm up
+        checkout.play(shop_of_its_own(port)[:8], seconds=3)  # warm up
         built = True  # as the migrations leave them
         for round_ in range(rounds):
             # without-with, then with-without: a machine growing busier or quieter through
@@ -308,12 +334,16 @@ def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int,
                 if present != built:
                     indexes(present)
                     built = present
-                checkout.play(stream, seconds=5, processes=TERMINALS)  # the cache warm again
-                before = load()
+                stream = shop_of_its_own(port)
+                # The cache warm again, and past what a build leaves behind: the first seconds
+                # after a large index is built run slower, whatever it is.
+                checkout.play(stream, seconds=warm_up, processes=TERMINALS)
+                load_before = load()
                 tally, elapsed = checkout.play(stream, seconds, pause, processes=TERMINALS)
-                print(f"  round {round_ + 1}, {'with' if present else 'without'} the reports' "
-                      f"indexes: {tally.checkouts / elapsed:.1f} checkouts/s, "
-                      f"errors {tally.errors or 0} ({before}; after: {load()})", flush=True)
+                toggled_what = "the reports' indexes" if definitions else "(A/A: none toggled)"
+                print(f"  round {round_ + 1}, {'with' if present else 'without'} {toggled_what}: "
+                      f"{tally.checkouts / elapsed:.1f} checkouts/s, errors {tally.errors or 0} "
+                      f"({load_before}; after: {load()})", flush=True)
         if not built:  # the reports are timed with their indexes, as deployed
             indexes(True)
         print(f"  the reports while {TERMINALS} registers run ({load()}):", flush=True)
@@ -353,8 +383,15 @@ def main() -> None:
     parser.add_argument("--indexes", default=",".join(REPORT_INDEXES),
                         help="the indexes the rounds drop and build (comma-separated; "
                              "'none': an A/A run)")
+    parser.add_argument("--warm-up", type=float, default=5,
+                        help="seconds of registers before each round, not counted")
+    parser.add_argument("--as-before", action="store_true",
+                        help="the 'without' state is the schema before the reports: also "
+                             "without 0019's lots index, with the indexes 0019 dropped")
     args = parser.parse_args()
     toggled = tuple(name for name in args.indexes.split(",") if name and name != "none")
+    if args.as_before:
+        toggled += ("ix_reward_lots_spending",)
     with (nullcontext(SERVER_URL.rsplit("/", 1)[0] + "/" + args.database) if args.database
           else bench_database(keep=args.keep)) as url:
         print(f"database {url.rsplit('/', 1)[1]} ({load()})", flush=True)
@@ -364,7 +401,8 @@ def main() -> None:
         measure(app, key, args.repeat)
         if args.rounds:
             registers(app, url, key, args.rounds, args.seconds, args.repeat,
-                      args.pause_ms / 1000, toggled)
+                      args.pause_ms / 1000, toggled, BEFORE_0019 if args.as_before else None,
+                      args.warm_up)
         app.extensions["engine"].dispose()
 
 
