@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import httpx
 
-from app.services.webhooks.transport import _parse_retry_after
+from app.services.webhooks.transport import parse_retry_after
 
 log = logging.getLogger("app.apns")
 PUSH_TIMEOUT = 15.0
@@ -67,6 +67,6 @@ def push(http: httpx.Client, push_token: str, topic: str) -> PushOutcome:
         return PushOutcome(None, error=f"{type(error).__name__}: {error}"[:500])
     if response.http_version != "HTTP/2":
         return PushOutcome(None, error=f"the push service answered in {response.http_version}")
-    retry_after = _parse_retry_after(response.headers.get("Retry-After"))
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
     reason = None if response.status_code == 200 else f"HTTP {response.status_code} {response.text[:200]}"
     return PushOutcome(response.status_code, retry_after, reason)

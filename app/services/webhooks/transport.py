@@ -148,8 +148,9 @@ def _address_refused(exc: BaseException) -> bool:
     return False
 
 
-def _parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delay-seconds or HTTP-date)."""
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delay-seconds or HTTP-date): a webhook
+    receiver's, or APNs' (app.services.cards.apns)."""
     if not value:
         return None
     value = value.strip()
@@ -212,7 +213,7 @@ def post_event(
 
     retry_after = None
     if response.status_code in (429, 503):
-        retry_after = _parse_retry_after(response.headers.get("Retry-After"))
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
     return DeliveryOutcome(status=response.status_code, retry_after=retry_after, error=None)
 
 
