@@ -16,9 +16,6 @@ class ApiCredential(TenantMixin, Base):
         # Authentication looks a key up by digest alone: the key is what names the company.
         Index("ix_api_credentials_key_digest", "key_digest"),
     )
-    # The table still has previous_key_digest and previous_valid_until (and their index),
-    # unused since migration 0014: the release before it reads them on every request, so
-    # they stay until no such release can run beside this one (docs/decisions.md).
 
     name: Mapped[str] = mapped_column(String(100))
     scopes: Mapped[str] = mapped_column(String(500))  # space-separated
