@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from sqlalchemy import DateTime, Engine, MetaData, create_engine, event, exc
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.types import TypeDecorator
 
@@ -51,6 +52,17 @@ class UtcDateTime(TypeDecorator):
         if value.tzinfo is None:
             return value.replace(tzinfo=timezone.utc)
         return value.astimezone(timezone.utc)
+
+
+def conflict_insert(dialect_name: str, table):
+    """An INSERT that takes ON CONFLICT clauses, in the dialect named: PostgreSQL and SQLite
+    spell them alike, but each has its own construct."""
+    return (postgresql if dialect_name == "postgresql" else sqlite).insert(table)
+
+
+def insert_of(session: Session, model):
+    """`conflict_insert` of a model's table in the session's own dialect."""
+    return conflict_insert(session.get_bind().dialect.name, model.__table__)
 
 
 def utcnow() -> datetime:

@@ -15,11 +15,10 @@ from functools import wraps
 
 from flask import Response, current_app, g, request
 from sqlalchemy import bindparam, delete, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from app.bodies import json_body, raw_body
-from app.db import request_session, utcnow
+from app.db import conflict_insert, request_session, utcnow
 from app.models import IdempotencyRecord
 from app.services.errors import Conflict, InvalidField
 from app.services.unit_of_work import UnitOfWork
@@ -38,11 +37,11 @@ _FIND = select(_RECORDS.c.fingerprint, _RECORDS.c.status_code, _RECORDS.c.respon
                _RECORDS.c.created_at).where(*_IDENT)
 _FORGET = delete(_RECORDS).where(*_IDENT)
 _BEGIN = insert(_RECORDS)
-_CLAIM = {name: dialect.insert(_RECORDS)
+_CLAIM = {name: conflict_insert(name, _RECORDS)
           .on_conflict_do_nothing(index_elements=[_RECORDS.c.company_id, _RECORDS.c.operation,
                                                   _RECORDS.c.key])
           .returning(_RECORDS.c.key)
-          for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))}
+          for name in ("postgresql", "sqlite")}
 _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_status_code"),
                                                    response_body=bindparam("b_response_body"))
 

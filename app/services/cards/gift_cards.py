@@ -15,9 +15,9 @@ from typing import Protocol
 
 from redis.exceptions import RedisError
 from sqlalchemy import bindparam, case, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from app.db import conflict_insert
 from app.models.gift_card import GiftCard, GiftCardLookupMisses
 from app.services.cards import identifiers
 from app.services.errors import NotFound, RateLimited
@@ -142,10 +142,9 @@ class DatabaseMissCounter:
 
     @staticmethod
     def _build_upsert(dialect: str):
-        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
         table = GiftCardLookupMisses.__table__
         current = table.c.window_started > bindparam("window_start_after")
-        statement = insert(table).values(company_id=bindparam("company_id"),
+        statement = conflict_insert(dialect, table).values(company_id=bindparam("company_id"),
                                          credential_id=bindparam("credential_id"),
                                          window_started=bindparam("now"), misses=1)
         return statement.on_conflict_do_update(

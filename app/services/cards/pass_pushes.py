@@ -11,7 +11,8 @@ from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from app.models import OutboxEvent, RewardAccount, SweepMark, WalletRegistration
-from app.services.cards.passkit import PASS_CHANGED_AT, insert_of
+from app.db import insert_of
+from app.services.cards.passkit import PASS_CHANGED_AT
 
 # Events whose change shows on a pass; each names its customer in data.customerId.
 PASS_EVENTS = ("sale.committed", "sale.returned", "reward.adjusted", "reward.expired",

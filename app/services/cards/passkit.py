@@ -15,9 +15,9 @@ import hmac
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from app.db import insert_of
 from app.models import RewardAccount, WalletPass, WalletRegistration
 from app.services.errors import DomainError, NotFound
 from app.services.tenancy.keys import key_digest
@@ -61,12 +61,6 @@ def issue_pass(session: Session, company_id: str, customer_id: str, *, pepper: s
         company_id=company_id, customer_id=customer_id, token_digest=key_digest(pepper, token),
         created_at=now).on_conflict_do_nothing())
     return token
-
-
-def insert_of(session: Session, model):
-    """INSERT with ON CONFLICT in the session's own dialect."""
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    return dialect.insert(model.__table__)
 
 
 def _presented_token(authorization: str | None) -> str | None:

@@ -6,9 +6,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, literal, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from app.db import insert_of
 from app.models import Cashier, Store, Terminal
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
@@ -179,8 +179,7 @@ def upsert_cashier(session: Session, company_id: str, external_id: str, name: st
     on the (company_id, external_id) key and both read the one row."""
     cashier = _cashier_by_external_id(session, company_id, external_id)
     if cashier is None:
-        dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-        session.execute(dialect.insert(Cashier.__table__).values(
+        session.execute(insert_of(session, Cashier).values(
             company_id=company_id, id=new_id(), external_id=external_id, name=name, created_at=now,
         ).on_conflict_do_nothing(index_elements=["company_id", "external_id"]))
         cashier = _cashier_by_external_id(session, company_id, external_id)
