@@ -144,7 +144,7 @@ class LatestPass(MethodView):
         now = utcnow()
         customer = session.get(Customer, (company_id, customer_id))
         card = card_page.card_by_token(session, customer.card_token, now)
-        changed_at = card.account.updated_at
+        changed_at = card_page.pass_standing(session, card).changed_at
         headers = {"Last-Modified": format_datetime(passkit.last_modified(changed_at, now),
                                                     usegmt=True),
                    "Cache-Control": "no-cache"}

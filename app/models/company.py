@@ -35,6 +35,9 @@ class Program(TenantMixin, Base):
     birthday_bonus: Mapped[int] = mapped_column(Money, default=0)
     # JSON list of {name, minSpend, accrualBp} by minSpend (app.services.rewards.tiers).
     tiers: Mapped[str] = mapped_column(Text, default="[]")
+    # When the tiers list last changed: a wallet pass shows its customer's tier, so the pass
+    # has changed then too, though its account has not (app.services.cards.passkit).
+    tiers_changed_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     tier_window_days: Mapped[int | None] = mapped_column(Integer, nullable=True, default=365)
     # Moved by every change of the window: an account whose spend was counted over an older
     # one is recounted on its next touch or by the periodic job (app.services.rewards.spend).

@@ -14,7 +14,7 @@ from app.services.rewards import ledger
 from app.services.unit_of_work import UnitOfWork
 from tests.api.card_helpers import make_customer
 from tests.api.test_wallet_pushes import certificates, push_service, wallet_app  # noqa: F401
-from tests.api.wallet_helpers import Phone, settled
+from tests.api.wallet_helpers import Phone, pass_json, settled
 from worker import pushes
 from worker.__main__ import UPKEEP_JOB_TIMEOUT
 from worker.periodic import run_periodic_tasks
@@ -100,3 +100,43 @@ def test_the_sweep_reads_only_what_changed_since_its_last_run_less_the_margin(
 def test_the_margin_outlasts_an_upkeep_job():
     """An upkeep task dates its changes at its start and may run until the job's timeout."""
     assert SWEEP_MARGIN > timedelta(seconds=UPKEEP_JOB_TIMEOUT)
+
+
+def test_a_change_of_the_tiers_list_moves_every_pass_and_the_sweep_pushes_them(
+        wallet_app, push_service, tenant, db):  # noqa: F811
+    # The tier a pass shows follows the program's list, which writes no account: the pass's
+    # Last-Modified and update tag move with the list, and the sweep pushes its devices.
+    customer, phone = registered(wallet_app, db, tenant, available=1000)
+    db.execute(update(RewardAccount).where(RewardAccount.customer_id == customer.id)
+               .values(spend=500000))  # 5,000.00 spent (its updated_at as it was)
+    db.commit()
+    run_periodic_tasks(wallet_app)  # the sweep's mark is set: nothing of this pass is behind
+    assert not waiting(db, customer)
+    held = phone.latest()
+    card = pass_json(held.data)["storeCard"]
+    assert card["auxiliaryFields"] == [{"key": "member", "label": "Member", "value": "Anna"}]
+    tag = phone.updated_since().get_json()["lastUpdated"]
+    assert phone.latest(held.headers["Last-Modified"]).status_code == 304
+
+    client = wallet_app.test_client()
+    tiers = [{"name": "Base", "minSpend": "0.00", "accrualPercent": "5"},
+             {"name": "Gold", "minSpend": "3000.00", "accrualPercent": "10"}]
+    changed = client.patch("/v1/program", json={"tiers": tiers}, headers=tenant.headers())
+    assert changed.status_code == 200, changed.get_json()
+    unchanged = client.patch("/v1/program", json={"tiers": tiers, "holdTtlSeconds": 600},
+                             headers=tenant.headers())
+    assert unchanged.status_code == 200, unchanged.get_json()
+
+    assert phone.updated_since(tag).get_json()["serialNumbers"] == [customer.id]
+    fetched = phone.latest(held.headers["Last-Modified"])
+    assert fetched.status_code == 200
+    assert {field["key"]: field["value"] for field in
+            pass_json(fetched.data)["storeCard"]["auxiliaryFields"]} == {"member": "Anna",
+                                                                          "tier": "Gold"}
+    run_periodic_tasks(wallet_app)
+    assert waiting(db, customer)
+    assert push_jobs(wallet_app, customer, phone) == "pushed"
+    assert len(push_service.pushes_to(phone.push_token)) == 1
+    run_periodic_tasks(wallet_app)  # the same list again (holdTtlSeconds alone changed): no push
+    assert push_jobs(wallet_app, customer, phone) == "not due"
+    assert len(push_service.pushes_to(phone.push_token)) == 1

@@ -165,6 +165,16 @@ def test_pending_field_is_left_out_when_not_given(signer):
     assert [f["key"] for f in document["storeCard"]["secondaryFields"]] == ["cardNumber"]
 
 
+def test_member_and_tier_are_auxiliary_fields_each_left_out_when_not_given(signer):
+    card = json.loads(_unzip(_build(signer, member_name="Anna Ivanova", tier_name="Gold"))
+                      ["pass.json"])["storeCard"]
+    assert card["auxiliaryFields"] == [{"key": "member", "label": "Member", "value": "Anna Ivanova"},
+                                       {"key": "tier", "label": "Tier", "value": "Gold"}]
+    card = json.loads(_unzip(_build(signer, member_name="Anna"))["pass.json"])["storeCard"]
+    assert [field["key"] for field in card["auxiliaryFields"]] == ["member"]
+    assert "auxiliaryFields" not in json.loads(_unzip(_build(signer))["pass.json"])["storeCard"]
+
+
 def test_locations_are_capped_at_ten_in_the_given_order(signer):
     stores = [_store(i) for i in range(15)]
     document = json.loads(_unzip(_build(signer, locations=stores))["pass.json"])

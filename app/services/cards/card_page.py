@@ -9,11 +9,12 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
-from app.models import Company, Customer, RewardAccount, Store
+from app.models import Company, Customer, Program, RewardAccount, Store
 from app.services.cards import passkit, wallet_pass
 from app.services.cards.identifiers import CARD_TOKEN_BYTES
 from app.services.errors import NotFound
 from app.services.rewards import ledger
+from app.services.rewards import tiers as tier_rules
 from app.services.unit_of_work import UnitOfWork
 from app.services.wire import format_amount
 
@@ -46,6 +47,14 @@ _STORES = (select(Store).where(*_published(bindparam("company_id")))
 _STORES_BY_CITY = (select(Store).where(*_published(bindparam("company_id")))
                    .order_by(Store.city, Store.name, Store.id).limit(bindparam("limit")))
 _STORE_COUNT = select(func.count()).select_from(Store).where(*_published(bindparam("company_id")))
+_PASS_PROGRAM = select(Program.tiers, Program.tiers_changed_at).where(
+    Program.company_id == bindparam("company_id"))
+
+
+@dataclass(frozen=True)
+class PassStanding:
+    tier_name: str | None
+    changed_at: datetime  # the pass's Last-Modified and update tag (app.services.cards.passkit)
 
 
 def card_by_token(session: Session, token: str, now: datetime) -> LoyaltyCard:
@@ -108,6 +117,19 @@ def display_amount(kopecks: int) -> str:
     return f"{sign}{chr(0xA0).join(groups)}.{fraction}"
 
 
+def pass_standing(session: Session, card: LoyaltyCard) -> PassStanding:
+    """The tier the pass shows (by the account's spend as last counted: a recount writes the
+    account, and so changes the pass) and when what the pass shows last changed."""
+    stored, tiers_changed_at = session.execute(_PASS_PROGRAM, {"company_id": card.company.id}).one()
+    tier = tier_rules.tier_of(tier_rules.from_stored(stored or "[]"), card.account.spend)
+    return PassStanding(tier.name if tier else None,
+                        passkit.pass_changed_at(card.account.updated_at, tiers_changed_at))
+
+
+def member_name(customer: Customer) -> str:
+    return " ".join(part for part in (customer.first_name, customer.last_name) if part)
+
+
 def build_wallet_pass(session: Session, card: LoyaltyCard, signer: wallet_pass.PassSigner, *,
                       public_base_url: str, pepper: str, now: datetime) -> bytes:
     """The signed pass, asking `public_base_url`/passkit for its updates; its first download
@@ -126,4 +148,6 @@ def build_wallet_pass(session: Session, card: LoyaltyCard, signer: wallet_pass.P
         relevant_text=None,
         web_service=wallet_pass.WebService(url=f"{public_base_url}/passkit",
                                            authentication_token=token),
+        member_name=member_name(card.customer),
+        tier_name=pass_standing(session, card).tier_name,
     )

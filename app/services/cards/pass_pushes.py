@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
-from app.models import OutboxEvent, RewardAccount, SweepMark, WalletRegistration
+from app.models import OutboxEvent, Program, RewardAccount, SweepMark, WalletRegistration
 from app.db import insert_of
 from app.services.cards.passkit import PASS_CHANGED_AT
 
@@ -60,24 +60,40 @@ def mark_stale(session: Session, *, now: datetime, limit: int) -> list[Key]:
     """The sweep: registrations behind their pass whatever changed it (maturing accruals record
     no event). It reads only the accounts changed since its mark less `SWEEP_MARGIN` (a range of
     `ix_reward_accounts_updated`), oldest first, and moves the mark to this run's moment, or to
-    the last change it took when `limit` cut the run short. Runs take turns on the mark's row."""
+    the last change it took when `limit` cut the run short; and the passes of the companies
+    whose tiers list changed since then (every pass shows a tier). Runs take turns on the
+    mark's row."""
     reached = _sweep_mark(session, now)
+    since = None if reached is None else min(reached, now) - SWEEP_MARGIN
+    by_tiers = _tiers_changed(session, now, since)
     behind = (select(WalletRegistration.company_id, WalletRegistration.customer_id,
                      WalletRegistration.device_library_id, RewardAccount.updated_at)
               .join(RewardAccount, (RewardAccount.company_id == WalletRegistration.company_id)
                     & (RewardAccount.customer_id == WalletRegistration.customer_id))
               .where(WalletRegistration.seen_updated_at < RewardAccount.updated_at))
-    if reached is not None:  # a mark ahead of now (the clock set back) counts as now
-        behind = behind.where(RewardAccount.updated_at >= min(reached, now) - SWEEP_MARGIN)
+    if since is not None:  # a mark ahead of now (the clock set back) counts as now
+        behind = behind.where(RewardAccount.updated_at >= since)
     rows = session.execute(behind.order_by(RewardAccount.updated_at).limit(limit)).all()
     cut_short = len(rows) == limit
     session.execute(update(SweepMark).where(SweepMark.name == _SWEEP)
                     .values(reached_at=min(rows[-1].updated_at, now) if cut_short else now))
     if not rows:
+        return by_tiers
+    return by_tiers + _mark(session, now, tuple_(
+        WalletRegistration.company_id, WalletRegistration.customer_id,
+        WalletRegistration.device_library_id).in_([tuple(row[:3]) for row in rows]))
+
+
+def _tiers_changed(session: Session, now: datetime, since: datetime | None) -> list[Key]:
+    """The registrations of the companies whose tiers list changed since `since` (ever, when
+    None) and whose passes are behind it. A change of the list writes no account."""
+    changed = select(Program.company_id).where(Program.tiers_changed_at.is_not(None))
+    if since is not None:
+        changed = changed.where(Program.tiers_changed_at >= since)
+    companies = session.scalars(changed).all()
+    if not companies or not _any_registration(session):
         return []
-    return _mark(session, now, tuple_(WalletRegistration.company_id, WalletRegistration.customer_id,
-                                      WalletRegistration.device_library_id)
-                 .in_([tuple(row[:3]) for row in rows]))
+    return _mark(session, now, WalletRegistration.company_id.in_(companies))
 
 
 def _sweep_mark(session: Session, now: datetime) -> datetime | None:

@@ -4,7 +4,9 @@ its updates and which passes changed since a tag. The pushes that tell a device 
 
 A pass's update tag is its reward account's `updated_at`: every change of what the pass shows
 (balance, pending, the spend behind the tier) already writes it, so the register's path gains
-nothing. Pushes are made due by the worker, from the events a change records (after commit, as
+nothing. The one other change is the program's tiers list, which moves customers between tiers
+without writing their accounts: the tag is the later of the two (`ACCOUNT_PASS_CHANGED_AT`).
+The member's name never changes after enrolment. Pushes are made due by the worker, from the events a change records (after commit, as
 webhooks are) and, for changes that record none (accruals maturing), by a periodic sweep.
 """
 from __future__ import annotations
@@ -14,11 +16,11 @@ import hashlib
 import hmac
 from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import delete, select
+from sqlalchemy import case, delete, select
 from sqlalchemy.orm import Session
 
 from app.db import insert_of
-from app.models import RewardAccount, WalletPass, WalletRegistration
+from app.models import Program, RewardAccount, WalletPass, WalletRegistration
 from app.services.errors import DomainError, NotFound
 from app.services.tenancy.keys import key_digest
 
@@ -111,10 +113,23 @@ def log_messages(body) -> list[str]:
 
 # --- registrations ------------------------------------------------------------------------------
 
-PASS_CHANGED_AT = (select(RewardAccount.updated_at)
-               .where(RewardAccount.company_id == WalletRegistration.company_id,
-                      RewardAccount.customer_id == WalletRegistration.customer_id)
-               .scalar_subquery())
+_TIERS_CHANGED_AT = (select(Program.tiers_changed_at)
+                     .where(Program.company_id == RewardAccount.company_id).scalar_subquery())
+# When the pass of a reward account (in the statement's FROM) last changed.
+ACCOUNT_PASS_CHANGED_AT = case((_TIERS_CHANGED_AT > RewardAccount.updated_at, _TIERS_CHANGED_AT),
+                               else_=RewardAccount.updated_at)
+# The same, of a registration's pass.
+PASS_CHANGED_AT = (select(ACCOUNT_PASS_CHANGED_AT)
+                   .where(RewardAccount.company_id == WalletRegistration.company_id,
+                          RewardAccount.customer_id == WalletRegistration.customer_id)
+                   .scalar_subquery())
+
+
+def pass_changed_at(account_updated_at: datetime, tiers_changed_at: datetime | None) -> datetime:
+    """`ACCOUNT_PASS_CHANGED_AT` of values in hand."""
+    if tiers_changed_at is None:
+        return account_updated_at
+    return max(account_updated_at, tiers_changed_at)
 
 
 def register(session: Session, company_id: str, customer_id: str, device_id: str,
@@ -133,7 +148,7 @@ def register(session: Session, company_id: str, customer_id: str, device_id: str
         .order_by(WalletRegistration.created_at.desc())).all()
     for stale in others[DEVICES_PER_PASS - 1:]:
         session.delete(stale)
-    changed_at = session.scalar(select(RewardAccount.updated_at).where(
+    changed_at = session.scalar(select(ACCOUNT_PASS_CHANGED_AT).where(
         RewardAccount.company_id == company_id, RewardAccount.customer_id == customer_id))
     session.add(WalletRegistration(company_id=company_id, customer_id=customer_id,
                                    device_library_id=device_id, push_token=push_token,
@@ -169,7 +184,7 @@ def serials_since(session: Session, device_id: str, pass_type_id: str, tag: str 
     if pass_type_id != our_pass_type:
         return [], None
     rows = session.execute(
-        select(WalletRegistration.customer_id, RewardAccount.updated_at)
+        select(WalletRegistration.customer_id, ACCOUNT_PASS_CHANGED_AT)
         .join(RewardAccount, (RewardAccount.company_id == WalletRegistration.company_id)
               & (RewardAccount.customer_id == WalletRegistration.customer_id))
         .where(WalletRegistration.device_library_id == device_id)).all()

@@ -81,13 +81,15 @@ def build_pass(
     locations: list[dict],
     relevant_text: str | None,
     web_service: WebService | None = None,
+    member_name: str | None = None,
+    tier_name: str | None = None,
 ) -> bytes:
     """The .pkpass archive (zip bytes) of a loyalty store card.
 
     Each location is a dict with ``latitude`` and ``longitude`` (entries without
     both are skipped) and optionally its own ``relevantText``, which otherwise
     defaults to ``relevant_text``. With ``web_service`` the pass asks that service for its
-    updates (CONTRACT §18).
+    updates (CONTRACT §18). The member's name and tier, when given, are its auxiliary fields.
     """
     secondary = [{"key": "cardNumber", "label": "Card number", "value": card_number}]
     if pending_text is not None:
@@ -112,6 +114,11 @@ def build_pass(
             }
         ],
     }
+    auxiliary = [{"key": key, "label": label, "value": value}
+                 for key, label, value in (("member", "Member", member_name),
+                                           ("tier", "Tier", tier_name)) if value]
+    if auxiliary:
+        document["storeCard"]["auxiliaryFields"] = auxiliary
     if web_service is not None:
         document["webServiceURL"] = web_service.url
         document["authenticationToken"] = web_service.authentication_token

@@ -45,7 +45,12 @@ def change_program(session: Session, company_id: str, *, now: datetime,
         raise ValueError(problem)
     if tier_list is not None:
         changes["tiers"] = tiers.stored(tier_list)
+    tiers_before = companies.get_program(session, company_id).tiers
     program = companies.update_program(session, company_id, **changes)
+    if program.tiers != tiers_before:
+        # Each wallet pass shows its tier: every pass of the company may have changed now.
+        program.tiers_changed_at = now
+        session.flush()
     if tier_window_days is not UNCHANGED and tier_window_days != program.tier_window_days:
         program.tier_window_days = tier_window_days
         program.tier_window_version += 1
