@@ -17,7 +17,8 @@ import requests
 from tests.conftest import without
 from tests.deployed.fleet import Fleet, missing_fleet_programs
 from tests.deployed.registers import CheckoutStream
-from tests.deployed.test_running_as_deployed import assert_each_receipt_once
+from tests.deployed.test_running_as_deployed import (BACK_WITHIN, UNAVAILABLE,
+                                                   assert_each_receipt_once)
 
 pytestmark = [pytest.mark.deployed, pytest.mark.slow]
 
@@ -177,3 +178,23 @@ def test_e_a_worker_killed_mid_run_loses_nothing(fleet, figures):
     missing = fleet.receiver.wait_for(events, 180)
     figures(events=len(events), all_delivered_after_s=round(time.monotonic() - started, 1))
     assert not missing, f"{len(missing)} of {len(events)} events never delivered"
+
+
+def test_f_postgres_restarted_behind_pgbouncer(fleet, figures):
+    # CONTRACT §16 through PgBouncer: its server connections die with PostgreSQL while the
+    # app's connections to PgBouncer live on, so no pre-ping of the app's pool sees the restart.
+    # A request meanwhile is answered 503 database_unavailable at worst, and once PostgreSQL is
+    # back the registers are served again within the same 5 s as without PgBouncer.
+    with CheckoutStream(fleet.registers, f"PG-{uuid.uuid4().hex[:6]}") as stream:
+        time.sleep(2)
+        stopping = time.monotonic()
+        fleet.postgres.restart("fast")
+        back = time.monotonic()
+        time.sleep(BACK_WITHIN + 3)
+    recovery = stream.tally.recovery_after(back)
+    figures(**stream.tally.figures(), restart_s=round(back - stopping, 2), **recovery)
+    assert set(stream.tally.by_status()) <= {"200", "201", UNAVAILABLE}
+    assert recovery["first success s"] is not None
+    assert max(recovery["first success s"], recovery["last failure s"]) <= BACK_WITHIN
+    assert_each_receipt_once(fleet, stream)
+    assert all(worker.running() for worker in fleet.workers), "a worker died with PostgreSQL"
