@@ -12,11 +12,20 @@
   completing connections into its queue meanwhile, and they are reset when it closes: behind
   nginx, each is a request already sent (nginx never resends a POST), answered 502. This worker
   takes what is queued, answers it, and closes its socket as soon as the queue is empty; once
-  every worker has, new connections are refused, and nginx sends those to the next instance."""
+  every worker has, new connections are refused, and nginx sends those to the next instance.
+  Between the queue found empty and the socket closed, a busy machine may deschedule the worker
+  for milliseconds, and a connection the kernel completes then would be reset with its request:
+  so when the whole instance stops, the first worker to drain first makes the listening socket
+  drop every new connection's packets (a socket filter), and nothing joins the queue after it.
+  The client's connection attempt is refused on its retry, once the socket is closed."""
 from __future__ import annotations
 
+import ctypes
 import errno
+import os
 import re
+import socket
+import struct
 
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
@@ -25,6 +34,9 @@ from gunicorn.workers.sync import SyncWorker
 # A method as registers and browsers send them; anything else read as one is not shown either.
 _PLAIN_METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
 _QUEUE_EMPTY = (errno.EAGAIN, errno.EWOULDBLOCK)
+SO_ATTACH_FILTER = getattr(socket, "SO_ATTACH_FILTER", 26)  # Linux's
+# A classic BPF program of one instruction, BPF_RET | BPF_K with k = 0: keep no byte of any packet.
+_DROP_EVERY_PACKET = struct.pack("HBBI", 0x06, 0, 0, 0)
 
 
 class WebWorker(SyncWorker):
@@ -42,6 +54,8 @@ class WebWorker(SyncWorker):
 
     def answer_what_is_queued(self) -> None:
         for listener in self.sockets:
+            if _instance_stopping(listener):
+                _take_no_new_connections(listener)
             while True:
                 self.notify()
                 try:
@@ -52,6 +66,31 @@ class WebWorker(SyncWorker):
                     if error.errno != errno.ECONNABORTED:  # that one gone: take the next
                         raise
             listener.close()
+
+
+def _instance_stopping(listener) -> bool:
+    """Whether gunicorn's master has closed its own copy of the listening socket, as it does at
+    a stop before it signals the workers. At a reload, or with fewer workers, it keeps it, and
+    the socket must go on taking connections for the workers that stay or come."""
+    held = f"socket:[{os.fstat(listener.fileno()).st_ino}]"
+    descriptors = f"/proc/{os.getppid()}/fd"
+    try:
+        return all(os.readlink(os.path.join(descriptors, name)) != held
+                   for name in os.listdir(descriptors))
+    except OSError:  # no /proc, or a descriptor closed while read: as before, close ours only
+        return False
+
+
+def _take_no_new_connections(listener) -> None:
+    """From now on the listening socket drops every packet it is sent: no new connection is
+    completed, while those already made (in the queue, with sockets of their own) are answered.
+    Where the kernel refuses the filter, the socket is closed as before, race and all."""
+    program = ctypes.create_string_buffer(_DROP_EVERY_PACKET)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER,
+                            struct.pack("HP", 1, ctypes.addressof(program)))
+    except OSError:
+        pass
 
 
 def _told_by_name(error: ParseException) -> ParseException:
