@@ -72,12 +72,19 @@ def test_settings_made_for_one_transaction_are_gone_after_it(client, app, tenant
     expire_points(db, utcnow())  # its batches commit with synchronous_commit off
     db.commit()
     assert _changed_settings(app) == ""
+    report = client.get("/v1/reports/liability", headers=tenant.headers())
+    assert report.status_code == 200, report.get_json()  # REPEATABLE READ, READ ONLY for one
+    assert _changed_settings(app) == ""
 
 
 def _changed_settings(app) -> str:
-    """The settings a SET made on the server connection that outlived its transaction."""
+    """The settings a SET made on the server connection that outlived its transaction. A
+    transaction's own SET TRANSACTION leaves pg_settings naming `transaction_isolation` and
+    `transaction_read_only` as set by the session, at their defaults, which the next
+    transaction does not inherit: a setting counts when its value is not the one it resets to."""
     return _in_a_new_transaction(app, "SELECT coalesce(string_agg(name, ', '), '') FROM pg_settings"
-                                      " WHERE source = 'session'")
+                                      " WHERE source = 'session'"
+                                      " AND setting IS DISTINCT FROM reset_val")
 
 
 def test_no_lock_prepared_statement_or_listen_outlives_a_request(client, app, tenant):
