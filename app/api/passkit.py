@@ -144,7 +144,8 @@ class LatestPass(MethodView):
         now = utcnow()
         customer = session.get(Customer, (company_id, customer_id))
         card = card_page.card_by_token(session, customer.card_token, now)
-        changed_at = card_page.pass_standing(session, card).changed_at
+        standing = card_page.pass_standing(session, card)
+        changed_at = standing.changed_at
         headers = {"Last-Modified": format_datetime(passkit.last_modified(changed_at, now),
                                                     usegmt=True),
                    "Cache-Control": "no-cache"}
@@ -153,7 +154,8 @@ class LatestPass(MethodView):
         settings = current_app.config["SETTINGS"]
         body = card_page.build_wallet_pass(session, card, _signer(),
                                            public_base_url=settings.public_base_url,
-                                           pepper=settings.api_key_pepper, now=now)
+                                           pepper=settings.api_key_pepper, now=now,
+                                           standing=standing)
         return Response(body, 200, mimetype=PKPASS_MEDIA_TYPE, headers=headers)
 
 

@@ -131,7 +131,8 @@ def member_name(customer: Customer) -> str:
 
 
 def build_wallet_pass(session: Session, card: LoyaltyCard, signer: wallet_pass.PassSigner, *,
-                      public_base_url: str, pepper: str, now: datetime) -> bytes:
+                      public_base_url: str, pepper: str, now: datetime,
+                      standing: PassStanding | None = None) -> bytes:
     """The signed pass, asking `public_base_url`/passkit for its updates; its first download
     records it (the digest of its token)."""
     account = card.account
@@ -149,5 +150,5 @@ def build_wallet_pass(session: Session, card: LoyaltyCard, signer: wallet_pass.P
         web_service=wallet_pass.WebService(url=f"{public_base_url}/passkit",
                                            authentication_token=token),
         member_name=member_name(card.customer),
-        tier_name=pass_standing(session, card).tier_name,
+        tier_name=(standing or pass_standing(session, card)).tier_name,
     )
