@@ -52,13 +52,14 @@ def configure(app: Flask, settings: Settings) -> None:
 
 def register_database(app: Flask, settings: Settings) -> None:
     from app.db import make_engine
-    from app.services.unit_of_work import make_session_factory
+    from app.services.unit_of_work import RequestSession, make_session_factory
 
     if settings.is_sqlite:
         INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
     engine = make_engine(settings.database_url)
     app.extensions["engine"] = engine
-    app.extensions["session_factory"] = make_session_factory(engine)
+    factory = app.extensions["session_factory"] = make_session_factory(engine)
+    app.extensions["request_session"] = lambda: RequestSession(factory)
 
 
 def register_api(app: Flask) -> None:

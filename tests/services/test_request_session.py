@@ -1,0 +1,84 @@
+"""A request's transaction (RequestSession): the unit of work on a pooled connection, the ORM
+session made only when something asks for it, and both in one transaction whichever comes
+first: a commit keeps what each wrote, a rollback takes back what each wrote, and writes after
+a commit in the middle of a request (a report's, a wrong OTP code's) are committed too."""
+import pytest
+from sqlalchemy import bindparam, insert, select
+
+from app.db import utcnow
+from app.models import Company
+from app.services.unit_of_work import RequestSession, UnitOfWork, WorkSession
+
+COMPANIES = Company.__table__
+_ADD = insert(COMPANIES)
+_NAMES = select(COMPANIES.c.name).where(COMPANIES.c.name.in_(bindparam("names", expanding=True)))
+
+
+@pytest.fixture
+def request_session(app):
+    session = RequestSession(app.extensions["session_factory"])
+    yield session
+    session.rollback()
+    session.close()
+
+
+def add_by_work(session, name: str) -> None:
+    UnitOfWork.of(session).defer(_ADD, {"id": f"id-{name}", "name": name, "created_at": utcnow()})
+
+
+def add_by_orm(session, name: str) -> None:
+    session.add(Company(id=f"id-{name}", name=name, created_at=utcnow()))
+
+
+def committed(db, *names: str) -> set:
+    db.expire_all()
+    return set(db.scalars(_NAMES, {"names": list(names)}))
+
+
+def test_the_unit_of_work_alone_makes_no_orm_session(request_session, db, monkeypatch):
+    made = []
+    monkeypatch.setattr(WorkSession, "__init__", lambda self, *a, **k: made.append(self))
+    add_by_work(request_session, "Alone")
+    request_session.commit()
+    assert made == []
+    assert committed(db, "Alone") == {"Alone"}
+
+
+@pytest.mark.parametrize("first", ["work", "orm"])
+def test_a_commit_keeps_what_both_wrote_whichever_came_first(request_session, db, first):
+    writes = [add_by_work, add_by_orm] if first == "work" else [add_by_orm, add_by_work]
+    writes[0](request_session, "First")
+    writes[1](request_session, "Second")
+    request_session.commit()
+    events = request_session.take_committed_events()
+    assert committed(db, "First", "Second") == {"First", "Second"}
+    assert events == []
+
+
+@pytest.mark.parametrize("first", ["work", "orm"])
+def test_a_rollback_takes_back_what_both_wrote(request_session, db, first):
+    writes = [add_by_work, add_by_orm] if first == "work" else [add_by_orm, add_by_work]
+    writes[0](request_session, "First")
+    UnitOfWork.of(request_session).send()
+    writes[1](request_session, "Second")
+    request_session.flush()
+    request_session.rollback()
+    request_session.commit()  # as a request's end would after a rollback: nothing is left
+    assert committed(db, "First", "Second") == set()
+
+
+@pytest.mark.parametrize("orm_before", [False, True])
+def test_writes_after_a_commit_in_the_middle_are_committed_at_the_end(request_session, db,
+                                                                       orm_before):
+    if orm_before:
+        add_by_orm(request_session, "Before")
+    else:
+        add_by_work(request_session, "Before")
+    request_session.commit()
+    assert not request_session.in_transaction()
+    add_by_work(request_session, "After")  # straight to the driver, which begins by itself
+    UnitOfWork.of(request_session).send()
+    assert request_session.in_transaction()
+    request_session.commit()
+    request_session.close()
+    assert committed(db, "Before", "After") == {"Before", "After"}
