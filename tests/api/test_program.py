@@ -140,3 +140,22 @@ def test_the_operator_command_changes_the_same_program(app, client, tenant, db):
                           ("--birthday-bonus", "1.234")):
         refused = runner.invoke(args=["programs", "set", tenant.company_id, option, value])
         assert refused.exit_code == 2, refused.output
+
+
+def test_a_change_reads_the_program_once(app, client, tenant):
+    from sqlalchemy import event
+
+    reads = []
+
+    def count(conn, cursor, statement, *rest):
+        if statement.lstrip().upper().startswith("SELECT") and "FROM programs" in statement:
+            reads.append(statement)
+
+    engine = app.extensions["engine"]
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        response = patch(client, tenant, {"accrualPercent": "4", "tiers": TIERS})
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert response.status_code == 200, response.get_json()
+    assert len(reads) == 1, reads

@@ -45,8 +45,9 @@ def change_program(session: Session, company_id: str, *, now: datetime,
         raise ValueError(problem)
     if tier_list is not None:
         changes["tiers"] = tiers.stored(tier_list)
-    tiers_before = companies.get_program(session, company_id).tiers
-    program = companies.update_program(session, company_id, **changes)
+    program = companies.get_program(session, company_id)
+    tiers_before = program.tiers
+    companies.update_program(session, company_id, program, **changes)
     if program.tiers != tiers_before:
         # Each wallet pass shows its tier: every pass of the company may have changed now.
         program.tiers_changed_at = now

@@ -82,10 +82,11 @@ def count_active_terminals(session: Session, company_id: str) -> int:
         Terminal.company_id == company_id, Terminal.state == "ACTIVE")) or 0
 
 
-def update_program(session: Session, company_id: str, **changes) -> Program:
+def update_program(session: Session, company_id: str, program: Program | None = None,
+                   **changes) -> Program:
     """Change the program's settings given (CONTRACT §11, §14); a later change of the points'
-    lifetime touches only later lots."""
-    program = get_program(session, company_id)
+    lifetime touches only later lots. `program`: the company's, when the caller has read it."""
+    program = program or get_program(session, company_id)
     for name, most in (("points_lifetime_days", LONGEST_POINTS_LIFETIME_DAYS),
                        ("expiry_reminder_days", LONGEST_EXPIRY_REMINDER_DAYS)):
         value = changes.get(name)
