@@ -147,8 +147,10 @@ def _run(step, client, tenant, shop, register, customers, sales) -> None:
 
 
 def _enrol(client, tenant) -> str:
+    # +7 916: a Moscow mobile range whose every number is valid (+7 9300… is not: a number
+    # drawn from all of +7 9 once was, and failed the enrolment).
     response = client.post("/v1/customers", json={
-        "phone": f"+79{uuid.uuid4().int % 10**9:09d}", "firstName": "Olga"},
+        "phone": f"+7916{uuid.uuid4().int % 10**7:07d}", "firstName": "Olga"},
         headers=tenant.headers(Idempotency_Key=uuid.uuid4().hex))
     assert response.status_code == 201, response.get_json()
     return response.get_json()["id"]
