@@ -52,7 +52,7 @@ def configure(app: Flask, settings: Settings) -> None:
 
 def register_database(app: Flask, settings: Settings) -> None:
     from app.db import make_engine
-    from app.services.unit_of_work import RequestSession, make_session_factory
+    from app.services.sessions import RequestSession, make_session_factory
 
     if settings.is_sqlite:
         INSTANCE_DIR.mkdir(parents=True, exist_ok=True)

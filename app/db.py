@@ -131,7 +131,7 @@ def _discard_if_closed_by_server(dbapi_connection, _record, _proxy) -> None:
 def request_session() -> Session:
     """The session of the current request or job context, opened on first use: a
     RequestSession, which makes the ORM's own only if something uses it
-    (app/services/unit_of_work.py)."""
+    (app/services/sessions.py)."""
     from flask import current_app, g
 
     session = g.get("db_session")

@@ -27,7 +27,7 @@ from app.db import Base, add_unicode_lower, utcnow
 from app.migrate import upgrade
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
-from app.services.unit_of_work import WorkSession
+from app.services.sessions import WorkSession
 from tests import bouncer
 from tests.customer_names import names_out_of_step
 from tests.documented_errors import record_error_answers, undocumented

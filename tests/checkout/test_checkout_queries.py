@@ -92,7 +92,7 @@ def test_statements_per_request_stay_few(app, register, counted):
 def test_the_registers_requests_make_no_orm_session(app, register, counted, monkeypatch):
     """Every statement of theirs goes through the unit of work, so the ORM's session (about
     0.1 ms of CPU a request to make, begin, commit and close) is never made."""
-    from app.services.unit_of_work import WorkSession
+    from app.services.sessions import WorkSession
 
     customer, _, _ = counted
     cashier = {"externalId": "C", "name": "Olga"}

@@ -11,7 +11,7 @@ from app.db import make_engine, utcnow
 from app.migrate import alembic_config, upgrade
 from app.models import RewardLot
 from app.services.rewards import accounts, verification
-from app.services.unit_of_work import make_session_factory
+from app.services.sessions import make_session_factory
 
 BEFORE = "0010_deliveries_by_event"
 

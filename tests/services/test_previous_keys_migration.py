@@ -11,7 +11,7 @@ from sqlalchemy import inspect, text
 from app.db import make_engine, utcnow
 from app.migrate import alembic_config, upgrade
 from app.services.tenancy import credentials, keys
-from app.services.unit_of_work import make_session_factory
+from app.services.sessions import make_session_factory
 from tests.conftest import TEST_PEPPER
 
 BEFORE = "0013_tier_window_versions"

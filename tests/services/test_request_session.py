@@ -7,7 +7,8 @@ from sqlalchemy import bindparam, insert, select
 
 from app.db import utcnow
 from app.models import Company
-from app.services.unit_of_work import RequestSession, UnitOfWork, WorkSession
+from app.services.sessions import RequestSession, WorkSession
+from app.services.unit_of_work import UnitOfWork
 
 COMPANIES = Company.__table__
 _ADD = insert(COMPANIES)
