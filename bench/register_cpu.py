@@ -9,6 +9,11 @@ on PostgreSQL and other processes' queueing.
 Each tree's answers to one scripted checkout are compared byte for byte (ids, times and the
 request id masked; header names, their order and every other byte kept): `same answers`.
 `--profile N` instead samples where N checkouts of this tree spend their CPU, by layer.
+`--instructions N` instead counts the machine instructions N checkouts of each tree execute in
+its process (valgrind's callgrind, switched on for those checkouts alone): the same count run
+after run whatever else the machine does, so a change of half a percent shows, where process
+time resolves about 2 % (kernel work on the process's behalf, a system call's inside, is not
+counted).
 """
 from __future__ import annotations
 
@@ -181,6 +186,37 @@ def classify(files: list[str]) -> dict:
             "share": {layer: f"{n * 100 / total:.1f} %" for layer, n in samples.most_common()}}
 
 
+# Instructions: callgrind runs each tree's process with counting off until its checkouts
+
+# Counting is switched on around the measured checkouts by callgrind_control; the counts are
+# read from the running process, so the profile callgrind writes at exit is not kept.
+CALLGRIND = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--quiet",
+             "--callgrind-out-file=/dev/null"]
+
+
+def _instructions(children: dict, ask, count: int) -> dict:
+    """Each tree's instructions per checkout over `count` checkouts (after the warm-up)."""
+
+    def control(pid: int, *options: str) -> str:
+        return subprocess.run(["callgrind_control", *options, str(pid)], check=True,
+                              capture_output=True, text=True).stdout
+
+    figures = {}
+    for name, child in children.items():
+        control(child.pid, "--instr=on")
+        control(child.pid, "--zero")
+        ask(name, f"run {count}")
+        counted = control(child.pid, "-e", "Ir")  # read while counting is on
+        control(child.pid, "--instr=off")
+        total = sum(int(n.replace(",", "")) for n in re.findall(r"Th +\d+ +([\d,]+)", counted))
+        figures[name] = {"instructions_per_checkout": total // count}
+    if "baseline" in figures:
+        change = (figures["this"]["instructions_per_checkout"]
+                  / figures["baseline"]["instructions_per_checkout"] - 1)
+        figures["change"] = f"{change * 100:+.2f} %"
+    return figures
+
+
 # The sitting: seed once, then the trees take turns
 
 def main() -> None:
@@ -192,6 +228,8 @@ def main() -> None:
     parser.add_argument("--checkouts", type=int, default=10,
                         help="per round and tree: small, so the machine's drift meets both")
     parser.add_argument("--profile", type=int, default=0, help="sample N checkouts by layer")
+    parser.add_argument("--instructions", type=int, default=0,
+                        help="count the instructions of N checkouts of each tree (callgrind)")
     parser.add_argument("--classify", nargs="+", metavar="RAW",
                         help="instead: py-spy's raw (collapsed) samples of gunicorn's workers, "
                              "by layer (py-spy record -p WORKER -f raw --nonblocking)")
@@ -216,7 +254,8 @@ def main() -> None:
         children = {}
         for (name, tree), register in zip(trees.items(), shop.registers[1:]):
             children[name] = subprocess.Popen(
-                [sys.executable, __file__, "--child", tree, url, shop.key, register.pos_key,
+                (CALLGRIND if args.instructions else [])
+                + [sys.executable, __file__, "--child", tree, url, shop.key, register.pos_key,
                  register.customer_id, register.cashier_id, args.log_level], cwd=tree,
                 text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
@@ -231,6 +270,9 @@ def main() -> None:
                               "answers": answers["this"]}, ensure_ascii=False, indent=1))
             for name in trees:
                 ask(name, "run 100")  # warm up: plans, caches
+            if args.instructions:
+                return print(json.dumps(_instructions(children, ask, args.instructions),
+                                        indent=1))
             if args.profile:
                 for name in trees:
                     print(json.dumps({name: ask(name, f"profile {args.profile}")}, indent=1),
