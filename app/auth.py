@@ -3,9 +3,9 @@ the order of CONTRACT §2: authentication (401), scope (403), body media type an
 (415, 413), the register's X-Loyalty-Pos-Key; then the view validates and acts."""
 from __future__ import annotations
 
-from flask import current_app, g, request
+from flask import Request, current_app, request
 
-from app.api.base import current_operation
+from app.api.base import declared_operation
 from app.bodies import raw_body, read_framed
 from app.db import request_session, utcnow
 from app.services.errors import DomainError, Forbidden, InvalidField
@@ -19,8 +19,8 @@ class Unauthorized(DomainError):
     status = 401
 
 
-def bearer_key() -> str:
-    header = request.headers.get("Authorization")
+def bearer_key(req: Request) -> str:
+    header = req.headers.get("Authorization")
     if not header:
         raise Unauthorized("an API key is required: Authorization: Bearer <key>", code="missing_api_key")
     scheme, _, key = header.strip().partition(" ")
@@ -29,34 +29,36 @@ def bearer_key() -> str:
     return key.strip()
 
 
-def authenticate_request() -> None:
-    if not request.path.startswith("/v1/"):
+def authenticate_request(req: Request, state) -> None:
+    """`req` and `state` are the request and its `g` themselves (app/requests.py)."""
+    if not req.path.startswith("/v1/"):
         return
-    settings = current_app.config["SETTINGS"]
-    pos_key = request.headers.get("X-Loyalty-Pos-Key")
-    holder = credentials.authenticate(request_session(), bearer_key(),
+    app = current_app._get_current_object()
+    settings = app.config["SETTINGS"]
+    pos_key = req.headers.get("X-Loyalty-Pos-Key")
+    holder = credentials.authenticate(request_session(), bearer_key(req),
                                       pepper=settings.api_key_pepper, now=utcnow(),
                                       pos_key=pos_key if _may_name_terminal(pos_key) else None)
     if holder is None:
         raise Unauthorized("the API key is not valid", code="invalid_api_key")
-    g.principal = holder
-    g.company_id = holder.company_id
+    state.principal = holder
+    state.company_id = holder.company_id
 
-    operation = current_operation()
-    if operation is not None and operation.scope and operation.scope not in g.principal.scopes:
+    operation = declared_operation(app, req.endpoint, req.method)
+    if operation is not None and operation.scope and operation.scope not in holder.scopes:
         raise Forbidden(f"this key lacks the scope {operation.scope}", code="insufficient_scope",
                         scope=operation.scope)
-    _check_body()
-    _resolve_terminal(pos_key, holder)
+    _check_body(req, app.config["MAX_CONTENT_LENGTH"])
+    state.terminal = _terminal(pos_key, holder)
 
 
-def _check_body() -> None:
-    if request.method not in BODY_METHODS:
+def _check_body(req: Request, limit: int) -> None:
+    if req.method not in BODY_METHODS:
         return
-    length, limit = request.content_length, current_app.config["MAX_CONTENT_LENGTH"]
+    length = req.content_length
     if (length and length > limit) or (length is None and _chunked_body_exceeds(limit)):
         raise DomainError("the request body is too large", code="payload_too_large", status=413)
-    if (length or request.headers.get("Transfer-Encoding")) and not request.is_json:
+    if (length or req.headers.get("Transfer-Encoding")) and not req.is_json:
         raise DomainError("the request body must be JSON (Content-Type: application/json)",
                           code="unsupported_media_type", status=415)
 
@@ -76,15 +78,15 @@ def _may_name_terminal(pos_key: str | None) -> bool:
     return pos_key is not None and len(pos_key) <= POS_KEY_MAX_LENGTH and "\x00" not in pos_key
 
 
-def _resolve_terminal(pos_key: str | None, holder: credentials.KeyHolder) -> None:
-    """The register's terminal, found together with the key (one round trip)."""
-    g.terminal = None
+def _terminal(pos_key: str | None, holder: credentials.KeyHolder):
+    """The register's terminal, found together with the key (one round trip); None when the
+    request names none."""
     if pos_key is None:
-        return
+        return None
     if len(pos_key) > POS_KEY_MAX_LENGTH:
         raise InvalidField(["header", "X-Loyalty-Pos-Key"],
                            f"at most {POS_KEY_MAX_LENGTH} characters", "string_too_long")
     if holder.terminal is None:
         raise Forbidden("X-Loyalty-Pos-Key names no active terminal of this company",
                         code="terminal_inactive")
-    g.terminal = holder.terminal
+    return holder.terminal

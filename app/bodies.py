@@ -39,9 +39,10 @@ def read_framed(read):
 
 def json_body():
     """The decoded body of the current request; None when it has none."""
-    if "json_body" not in g:
-        g.json_body = decode(raw_body())
-    return g.json_body
+    state = g._get_current_object()  # one proxy lookup, not three (app/requests.py)
+    if "json_body" not in state:
+        state.json_body = decode(raw_body())
+    return state.json_body
 
 
 def decode(raw: bytes):

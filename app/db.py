@@ -134,9 +134,10 @@ def request_session() -> Session:
     (app/services/sessions.py)."""
     from flask import current_app, g
 
-    session = g.get("db_session")
+    state = g._get_current_object()  # one proxy lookup, not two (app/requests.py)
+    session = state.get("db_session")
     if session is None:
-        session = g.db_session = current_app.extensions["request_session"]()
+        session = state.db_session = current_app.extensions["request_session"]()
     return session
 
 

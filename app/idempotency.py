@@ -13,7 +13,7 @@ import json
 from datetime import timedelta
 from functools import wraps
 
-from flask import Response, current_app, g, request
+from flask import Request, Response, current_app, g, request
 from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
@@ -46,8 +46,8 @@ _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_stat
                                                    response_body=bindparam("b_response_body"))
 
 
-def _key(low: int, high: int, required: bool = True) -> str | None:
-    key = request.headers.get(HEADER)
+def _key(req: Request, low: int, high: int, required: bool = True) -> str | None:
+    key = req.headers.get(HEADER)
     if key is None and not required:
         return None
     if key is None:
@@ -58,10 +58,10 @@ def _key(low: int, high: int, required: bool = True) -> str | None:
     return key
 
 
-def fingerprint() -> str:
+def fingerprint(req: Request, route: str) -> str:
     """Method, route, path parameters and the body as canonical JSON."""
-    body = json_body() if request.is_json else raw_body().decode("utf-8", "replace")
-    canonical = json.dumps([request.method, request.url_rule.rule, request.view_args or {}, body],
+    body = json_body() if req.is_json else raw_body().decode("utf-8", "replace")
+    canonical = json.dumps([req.method, route, req.view_args or {}, body],
                            sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -98,18 +98,22 @@ def idempotent(low: int, high: int, required: bool = True):
     def decorator(view):
         @wraps(view)
         def wrapper(*args, **kwargs):
-            key = _key(low, high, required)
+            # The request and the app themselves: each use of a proxy costs (app/requests.py).
+            req, app = request._get_current_object(), current_app._get_current_object()
+            key = _key(req, low, high, required)
             if key is None:  # optional and not given: no record, no replay
                 return view(*args, **kwargs)
             session = request_session()
             work = UnitOfWork.of(session)
-            operation = f"{request.method} {request.url_rule.rule}"
-            expected = fingerprint()
-            ident = {"b_company_id": g.company_id, "b_operation": operation, "b_key": key}
-            ttl = timedelta(seconds=current_app.config["SETTINGS"].idempotency_ttl)
+            route = req.url_rule.rule
+            operation = f"{req.method} {route}"
+            expected = fingerprint(req, route)
+            company_id = g.company_id
+            ident = {"b_company_id": company_id, "b_operation": operation, "b_key": key}
+            ttl = timedelta(seconds=app.config["SETTINGS"].idempotency_ttl)
             now = utcnow()
 
-            claim = {"company_id": g.company_id, "operation": operation, "key": key,
+            claim = {"company_id": company_id, "operation": operation, "key": key,
                      "fingerprint": expected, "status_code": None, "response_body": None,
                      "created_at": now}
             # One statement on the usual path: the key is new and taken at once.
@@ -130,7 +134,7 @@ def idempotent(low: int, high: int, required: bool = True):
                     raise Conflict("a request with this Idempotency-Key is still being processed",
                                    code="idempotency_key_in_use") from None
 
-            response = current_app.make_response(view(*args, **kwargs))
+            response = app.make_response(view(*args, **kwargs))
             if response.status_code < 400:
                 # The effect's writes go before the record's completion, so a failing one
                 # fails the request here, not at commit: the ORM's changes, if any, in a flush;

@@ -18,8 +18,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if has_request_context() and g.get("request_id"):
-            entry["requestId"] = g.request_id
+        request_id = g.get("request_id") if has_request_context() else None
+        if request_id:
+            entry["requestId"] = request_id
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

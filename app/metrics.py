@@ -12,7 +12,7 @@ import hmac
 import os
 from functools import lru_cache
 
-from flask import Flask, Response, current_app
+from flask import Flask, Response, current_app, request
 from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram,
                                disable_created_metrics, generate_latest)
 from prometheus_client.core import GaugeMetricFamily
@@ -132,7 +132,7 @@ def metrics():
     token = current_app.config["SETTINGS"].metrics_token
     if not token:
         raise NotFound()
-    if not hmac.compare_digest(bearer_key().encode(), token.encode()):
+    if not hmac.compare_digest(bearer_key(request).encode(), token.encode()):
         raise Unauthorized("the metrics token is not valid", code="invalid_api_key")
     body = generate_latest(_scrape_registry(current_app._get_current_object()))
     return Response(body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -7,7 +7,7 @@ import re
 import time
 import uuid
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Request, Response, current_app, g, request
 from werkzeug.exceptions import NotFound as NoRoute
 from werkzeug.routing import RequestRedirect
 
@@ -22,35 +22,40 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
 def _begin() -> None:
-    g.started = time.perf_counter()
-    given = request.headers.get("X-Request-Id", "")
-    g.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
-    _refuse_redirects()
-    authenticate_request()
-    _refuse_nul()
+    # The hooks read the request and `g` themselves, not through Flask's proxies: each use of a
+    # proxy costs a failed attribute lookup and two calls (werkzeug's LocalProxy), and a
+    # register's checkout made some 290 of them (docs/performance.md).
+    req, state = request._get_current_object(), g._get_current_object()
+    state.started = time.perf_counter()
+    given = req.headers.get("X-Request-Id", "")
+    state.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    _refuse_redirects(req)
+    authenticate_request(req, state)
+    _refuse_nul(req)
 
 
-def _refuse_redirects() -> None:
+def _refuse_redirects(req: Request) -> None:
     """Werkzeug's routing redirects to the URL it prefers (a rule's trailing slash, its
     defaults) on the request's Host header, which the caller chose: no response is built from
     it (CONTRACT §12), so a path that only a redirect would serve is a 404."""
-    if isinstance(request.routing_exception, RequestRedirect):
-        request.routing_exception = NoRoute()  # answered as any unmatched path is
+    if isinstance(req.routing_exception, RequestRedirect):
+        req.routing_exception = NoRoute()  # answered as any unmatched path is
 
 
-def _refuse_nul() -> None:
+def _refuse_nul(req: Request) -> None:
     """PostgreSQL text cannot hold a NUL character (the driver fails with a 500). Path and
     query values reach queries without a schema of their own: refuse NUL there for every
     route; body schemas refuse it field by field."""
-    if "\x00" in request.path:
+    if "\x00" in req.path:
         raise NotFound()
-    for name, value in request.args.items(multi=True):
+    for name, value in req.args.items(multi=True):
         if "\x00" in value or "\x00" in name:
             raise InvalidField(["query", name], "must not contain the NUL character", "string_nul")
 
 
 def _finish(response: Response) -> Response:
-    session = g.pop("db_session", None)
+    state = g._get_current_object()
+    session = state.pop("db_session", None)
     if session is not None:
         try:
             if response.status_code < 400:
@@ -64,8 +69,8 @@ def _finish(response: Response) -> Response:
                 session.rollback()
         finally:
             session.close()
-    response.headers["X-Request-Id"] = g.get("request_id", "")
-    _log(response.status_code)
+    response.headers["X-Request-Id"] = state.get("request_id", "")
+    _log(request._get_current_object(), state, response.status_code)
     return response
 
 
@@ -76,28 +81,31 @@ def _teardown(error: BaseException | None) -> None:
         session.close()
 
 
-def _log(status: int) -> None:
-    principal = g.get("principal")
-    route = request.url_rule.rule if request.url_rule else None
-    seconds = time.perf_counter() - g.get("started", time.perf_counter())
-    observe_request(route, request.method, status, seconds)
+def _log(req: Request, state, status: int) -> None:
+    principal = state.get("principal")
+    rule = req.url_rule
+    route = rule.rule if rule else None
+    seconds = time.perf_counter() - state.get("started", time.perf_counter())
+    observe_request(route, req.method, status, seconds)
+    if not log.isEnabledFor(logging.INFO):
+        return
     log.info("request", extra={"fields": {
-        "method": request.method,
+        "method": req.method,
         # The route's template, never the path: card tokens and gift-card codes travel in it.
         # A path that matches no route (404, 405) is not logged at all.
         "route": route,
         "status": status,
-        "client": _client(),
-        "scheme": request.scheme,
+        "client": _client(req),
+        "scheme": req.scheme,
         "durationMs": round(seconds * 1000, 2),
         "companyId": principal.company_id if principal else None,
         "credentialId": principal.credential_id if principal else None,
     }})
 
 
-def _client() -> str | None:
+def _client(req: Request) -> str | None:
     settings = current_app.config["SETTINGS"]
-    return client_address(request.remote_addr, request.headers.get("X-Forwarded-For"),
+    return client_address(req.remote_addr, req.headers.get("X-Forwarded-For"),
                           settings.forwarded_allow_ips)
 
 

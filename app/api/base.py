@@ -211,8 +211,3 @@ def operations(app: Flask):
             operation = declared_operation(app, rule.endpoint, method)
             if operation is not None:
                 yield method, rule.rule, operation
-
-
-def current_operation() -> Operation | None:
-    from flask import current_app
-    return declared_operation(current_app, request.endpoint, request.method)
