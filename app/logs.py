@@ -37,3 +37,7 @@ def configure_logging(level: str) -> None:
         root.addHandler(handler)
     root.setLevel(level)
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    # What our lines never show is not gathered for each record either (the logging HOWTO's
+    # "Optimization"): the calling function's frame, the thread, the process.
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
