@@ -66,7 +66,8 @@ class Rows:
 class _Prepared:
     """A statement compiled once for PostgreSQL, with its parameters' type processors."""
 
-    __slots__ = ("statement", "compiled", "sql", "processors", "row_types", "direct", "renamed")
+    __slots__ = ("statement", "compiled", "sql", "binds", "fixed", "row_type", "direct",
+                 "positional", "order")
 
     def __init__(self, statement, compiled, dialect):
         # Holding the statement keeps its id from being reused while it is cached.
@@ -74,29 +75,50 @@ class _Prepared:
         self.compiled = compiled
         self.sql = compiled.string
         self.direct = not (compiled.literal_execute_params or compiled.positional
-                           or "POSTCOMPILE" in self.sql)
+                           or "POSTCOMPILE" in self.sql
+                           or getattr(compiled, "_collected_params", None))
+        # SQLAlchemy's construct_params, worked out once per statement: each bind's name in
+        # the SQL, the key a caller passes it by, its own name and its type's processor; and
+        # the values the statement itself fixes (`column == "OPEN"`), already processed.
         escaped = compiled.escaped_bind_names or {}
-        processors = ((name, bind.type.dialect_impl(dialect).bind_processor(dialect))
-                      for name, bind in compiled.binds.items())
-        self.processors = [(escaped.get(name, name), process)
-                           for name, process in processors if process is not None]
-        self.row_types: dict = {}
-        self.renamed: dict[int, str] = {}
+        self.binds: list = []
+        self.fixed: dict = {}
+        for bind, name in compiled.bind_names.items():
+            sql_name = escaped.get(name, name)
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            self.binds.append((sql_name, bind.key, name, process))
+            if not bind.required and not bind.callable:
+                self.fixed[sql_name] = process(bind.value) if process else bind.value
+        self.row_type = None  # its rows' named tuple, made from the first answer's columns
+        # The SQL as it is sent: `%s` for each parameter, and their names in the order they
+        # appear (psycopg2 fills a list of values for less than a dict of them by name; a
+        # statement shares a string with others in this form too).
+        self.order = tuple(_PARAMETER.findall(self.sql))
+        self.positional = _PARAMETER.sub("%s", self.sql)
 
     def values(self, params: dict) -> dict:
-        values = self.compiled.construct_params(params)
-        for name, process in self.processors:
-            if name in values:
-                values[name] = process(values[name])
+        """The driver's parameters, as SQLAlchemy's construct_params and processors give."""
+        values = {}
+        fixed = self.fixed
+        for sql_name, key, name, process in self.binds:
+            if key in params:
+                value = params[key]
+            elif name in params:
+                value = params[name]
+            elif sql_name in fixed:
+                values[sql_name] = fixed[sql_name]
+                continue
+            else:  # missing, or worked out when sent: SQLAlchemy's own rules and errors
+                return self._by_sqlalchemy(params)
+            values[sql_name] = process(value) if process is not None else value
         return values
 
-    def sql_as(self, prefix: int) -> str:
-        """The SQL with its parameters renamed apart, to share a string with others."""
-        sql = self.renamed.get(prefix)
-        if sql is None:
-            sql = self.renamed[prefix] = _PARAMETER.sub(
-                lambda name: f"%(d{prefix}_{name.group(1)})s", self.sql)
-        return sql
+    def _by_sqlalchemy(self, params: dict) -> dict:
+        values = self.compiled.construct_params(params)
+        for sql_name, _key, _name, process in self.binds:
+            if process is not None and sql_name in values:
+                values[sql_name] = process(values[sql_name])
+        return values
 
 
 def _prepare(dialect, statement, params: dict) -> _Prepared:
@@ -187,11 +209,11 @@ class UnitOfWork:
             self.deferred = []
             if prepared is not None:
                 parts.append((prepared, values))
-            sql = ";\n".join(part.sql_as(index) for index, (part, _) in enumerate(parts))
-            values = {f"d{index}_{name}": value for index, (_, given) in enumerate(parts)
-                      for name, value in given.items()}
+            sql = ";\n".join(part.positional for part, _ in parts)
+            values = [given[name] for part, given in parts for name in part.order]
         else:
-            sql = prepared.sql
+            sql = prepared.positional
+            values = [values[name] for name in prepared.order]
         # The engine's statement listeners (the round-trip counts of the tests) see it too.
         for listener in connection.engine.dispatch.before_cursor_execute:
             listener(connection, None, sql, values, None, False)
@@ -202,10 +224,11 @@ class UnitOfWork:
             cursor.execute(sql, values)
             rows = []
             if cursor.description is not None:
-                names = tuple(column[0] for column in cursor.description)
-                row_type = prepared.row_types.get(names)
+                # The statement's columns are its SQL's, the same every time it is sent.
+                row_type = prepared.row_type
                 if row_type is None:
-                    row_type = prepared.row_types[names] = namedtuple("Row", names, rename=True)
+                    row_type = prepared.row_type = namedtuple(
+                        "Row", [column[0] for column in cursor.description], rename=True)
                 rows = [row_type._make(row) for row in cursor.fetchall()]
             return Rows(rows, cursor.rowcount)
         except connection.dialect.loaded_dbapi.Error as error:
