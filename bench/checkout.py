@@ -8,7 +8,9 @@ shares 5 customers among all registers (their account rows are the contended loc
 Reports
   (a) checkouts/s with 16 and 64 registers without pauses, own and hot customers, beside the
       floor: the same statements (captured from the app) replayed through bare psycopg2;
-  (b) p50/p99 of each operation with 16 registers pausing 50 ms between steps.
+  (b) p50/p99 of each operation with 16 registers pausing 50 ms between steps;
+  each phase with the CPU that PostgreSQL, gunicorn's workers and the registers spent a
+  checkout (bench/machine_cpu.py): steadier than the rates on a shared machine.
 
   (c) with --campaigns N: the paused run again, alternating rounds without campaigns and
       with N active ones (half matching by catalog category, half by sku), so the quote's
@@ -40,6 +42,7 @@ from harness import PEPPER, bench_database, gunicorn  # also puts the repository
 from sqlalchemy import select, text
 
 import floor  # noqa: E402  (bench/floor.py)
+from machine_cpu import MachineCpu  # noqa: E402  (bench/machine_cpu.py)
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import utcnow  # noqa: E402
@@ -437,9 +440,13 @@ def percentile(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else 0.0
 
 
-def summary(tally: Tally, elapsed: float) -> dict:
+def summary(tally: Tally, elapsed: float, cpu: MachineCpu | None = None) -> dict:
+    """Rate, errors and latencies; with `cpu`, the CPU each kind of process spent a checkout
+    (bench/machine_cpu.py): the ratio app ÷ floor is the floor's machine CPU a checkout over
+    the app's, when both phases use the two cores whole."""
     return {"checkouts_per_second": round(tally.checkouts / elapsed, 1),
             "checkouts": tally.checkouts, "errors": tally.errors,
+            **({"cpu_ms_per_checkout": cpu.per_checkout_ms(tally.checkouts)} if cpu else {}),
             "ms": {step: {"p50": round(percentile(v, 50), 2), "p99": round(percentile(v, 99), 2),
                           "n": len(v)} for step, v in sorted(tally.latencies.items())}}
 
@@ -515,16 +522,18 @@ def main() -> None:
                     for kind, factories in (("floor", raw), ("http", http)):
                         if kind in skip:
                             continue
-                        tally, elapsed = play(factories(n, customers_of), args.seconds,
-                                              processes=args.processes)
-                        result = summary(tally, elapsed)
+                        with MachineCpu() as cpu:
+                            tally, elapsed = play(factories(n, customers_of), args.seconds,
+                                                  processes=args.processes)
+                        result = summary(tally, elapsed, cpu)
                         report[f"{variant} {n} {kind}"] = result
                         print(json.dumps({f"{variant} customers, {n} registers, {kind}": result}),
                               flush=True)
             for n in paused:
-                tally, elapsed = play(http(n, variants["own"]), args.seconds,
-                                      pause=args.pause_ms / 1000, processes=args.processes)
-                report[f"paused {n} http"] = summary(tally, elapsed)
+                with MachineCpu() as cpu:
+                    tally, elapsed = play(http(n, variants["own"]), args.seconds,
+                                          pause=args.pause_ms / 1000, processes=args.processes)
+                report[f"paused {n} http"] = summary(tally, elapsed, cpu)
                 print(json.dumps({f"{n} registers pausing, http": report[f"paused {n} http"]}),
                       flush=True)
             if compared:
