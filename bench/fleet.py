@@ -34,51 +34,16 @@ from harness import bench_database, environment, wait_until_serving  # repositor
 from sqlalchemy.engine import make_url
 
 from checkout import HttpRegister, play, seed, summary  # noqa: E402  (bench/checkout.py)
+from machine_cpu import CpuMeter  # noqa: E402  (bench/machine_cpu.py)
 from tests.deployed.fleet import ThrowawayNginx, ThrowawayPgBouncer  # noqa: E402
 from tests.deployed.procfile import VENV_BIN, ProcfileProcess, children, procfile_lines  # noqa: E402
 from tests.ports import free_port  # noqa: E402
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """utime + stime of one process; None once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of proc(5)
-
 
 def tree(pid: int) -> list[int]:
     found = [pid]
     for child in children(pid):
         found += tree(child)
     return found
-
-
-class CpuMeter:
-    """CPU seconds spent by a changing set of processes between start() and stop(): a process
-    first seen after start() was born during the run and counts from zero."""
-
-    def __init__(self, pids):
-        self.pids = pids  # called for the current set
-        self.first: dict[int, float] = {}
-        self.last: dict[int, float] = {}
-
-    def start(self) -> None:
-        self.first = {pid: cpu for pid in self.pids() if (cpu := cpu_seconds(pid)) is not None}
-        self.last = dict(self.first)
-
-    def sample(self) -> None:
-        for pid in self.pids():
-            cpu = cpu_seconds(pid)
-            if cpu is not None:
-                self.last[pid] = cpu
-
-    def spent(self) -> float:
-        self.sample()
-        return sum(cpu - self.first.get(pid, 0.0) for pid, cpu in self.last.items())
 
 
 class DatabaseWatch:

@@ -1,45 +1,79 @@
-"""The machine's CPU during a phase of a benchmark, process by process, read from /proc: what
-PostgreSQL, gunicorn's workers and the bench's own load-generating processes each spent.
+"""The CPU that processes spend during a phase of a benchmark, read from /proc.
+
+`CpuMeter` follows a changing set of processes (bench/fleet.py's web instances, nginx,
+PgBouncer, the database's backends). `MachineCpu` is what bench/checkout.py reports for each
+phase: what PostgreSQL, gunicorn and the bench's own load-generating processes spent.
 
 Why: on these shared two-core machines a phase's rate moves by up to 40 % between runs of one
-tree, while the CPU each process spends per checkout moves far less; the issue's ratio (app ÷
-floor) is, with both phases using the two cores whole, the machine's CPU per checkout of the one
-against the other's. PostgreSQL's and gunicorn's processes are read ten times a second (new ones
-looked for twice a second) and each one's last reading counts, so one that ends during the
-phase (a floor register's backend) loses at most a tenth of a second; the load generator's
-processes are the bench's own children, counted exactly once they are reaped.
+tree; with both phases using the two cores whole, the issue's ratio (app ÷ floor) is the
+floor's machine CPU a checkout over the app's, and the workers' CPU against PostgreSQL's in the
+same phase moves least of all.
 """
 from __future__ import annotations
 
 import os
 import resource
 import threading
+from pathlib import Path
 
 TICKS = os.sysconf("SC_CLK_TCK")
-KINDS = ("postgresql", "gunicorn", "registers")
-LOOK_FOR_NEW = 5  # readings between two looks for new processes
 
 
-def _kind(pid: str) -> str | None:
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime of one process; None once it is gone."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as file:
-            command = file.read()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    if command.startswith(b"postgres"):
-        return "postgresql"
-    if b"gunicorn" in command:  # the master and its workers (forks: the same command line)
-        return "gunicorn"
-    return None
+    return (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of proc(5)
 
 
-def _ticks(pid: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as file:
-            fields = file.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
-    except (OSError, IndexError, ValueError):
-        return None
+class CpuMeter:
+    """CPU seconds spent by a changing set of processes between start() and stop(): a process
+    first seen after start() was born during the run and counts from zero; one that ends
+    keeps its last sample."""
+
+    def __init__(self, pids):
+        self.pids = pids  # called for the current set
+        self.first: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+
+    def start(self) -> None:
+        self.first = {pid: cpu for pid in self.pids() if (cpu := cpu_seconds(pid)) is not None}
+        self.last = dict(self.first)
+
+    def sample(self) -> None:
+        for pid in self.pids():
+            cpu = cpu_seconds(pid)
+            if cpu is not None:
+                self.last[pid] = cpu
+
+    def spent(self) -> float:
+        self.sample()
+        return sum(cpu - self.first.get(pid, 0.0) for pid, cpu in self.last.items())
+
+
+def processes_running(matches) -> list[int]:
+    """The processes whose command line (its NUL-separated arguments) `matches`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if matches(Path(f"/proc/{entry}/cmdline").read_bytes()):
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def is_postgresql(command: bytes) -> bool:
+    """The server and its backends: "/usr/lib/postgresql/15/bin/postgres -D …", "postgres: …"."""
+    program = command.split(b"\0", 1)[0]
+    return program.startswith(b"postgres") or program.endswith(b"/bin/postgres")
+
+
+def is_gunicorn(command: bytes) -> bool:
+    return b"gunicorn" in command  # the workers are forks of the master: the same command line
 
 
 def _children_seconds() -> float:
@@ -49,43 +83,26 @@ def _children_seconds() -> float:
 
 class MachineCpu:
     """`with MachineCpu() as cpu:` around a phase whose load generator's processes are reaped
-    inside it; then `cpu.seconds` by kind."""
+    inside it. PostgreSQL and gunicorn are sampled four times a second (a backend that ends
+    with the phase loses at most a quarter of a second); the load generator's processes, the
+    bench's own children, are counted exactly once reaped."""
 
-    def __init__(self, every: float = 0.1):
+    def __init__(self, every: float = 0.25):
         self.every = every
-        self.first: dict[str, tuple[str, int]] = {}  # pid → (kind, ticks at the phase's start)
-        self.last: dict[str, int] = {}
-        self.started = False
+        self.meters = {"postgresql": CpuMeter(lambda: processes_running(is_postgresql)),
+                       "gunicorn": CpuMeter(lambda: processes_running(is_gunicorn))}
         self.children = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
-    def _look_for_new(self) -> None:
-        for pid in os.listdir("/proc"):
-            if pid.isdigit() and pid not in self.first:
-                kind, ticks = _kind(pid), _ticks(pid)
-                if kind is not None and ticks is not None:
-                    # One first seen after the phase began was born in it: all its CPU counts.
-                    self.first[pid] = (kind, 0 if self.started else ticks)
-                    self.last[pid] = ticks
-
-    def _read(self) -> None:
-        for pid in self.first:
-            ticks = _ticks(pid)
-            if ticks is not None:
-                self.last[pid] = ticks
-
     def _watch(self) -> None:
-        readings = 0
         while not self._stop.wait(self.every):
-            readings += 1
-            if readings % LOOK_FOR_NEW == 0:
-                self._look_for_new()
-            self._read()
+            for meter in self.meters.values():
+                meter.sample()
 
     def __enter__(self) -> "MachineCpu":
-        self._look_for_new()
-        self.started = True
+        for meter in self.meters.values():
+            meter.start()
         self.children = _children_seconds()
         self._thread.start()
         return self
@@ -93,16 +110,8 @@ class MachineCpu:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self._read()
-        self.children = _children_seconds() - self.children
-
-    @property
-    def seconds(self) -> dict[str, float]:
-        spent = dict.fromkeys(KINDS, 0.0)
-        for pid, (kind, first) in self.first.items():
-            spent[kind] += (self.last[pid] - first) / TICKS
-        spent["registers"] = self.children
-        return spent
+        self.seconds = {name: meter.spent() for name, meter in self.meters.items()}
+        self.seconds["registers"] = _children_seconds() - self.children
 
     def per_checkout_ms(self, checkouts: int) -> dict[str, float]:
         """Each kind's CPU a checkout, and the machine's (their sum), in ms."""
