@@ -126,15 +126,17 @@ class RequestSession:
             self._work.finish()
 
     def commit(self) -> None:
+        work = self._work
         if self._orm is not None:
             # Its writes and the unit of work's are sent; the transaction is the connection's.
             self._orm.commit()
-        elif self._work is not None:
-            self._work.finish()
-            self._committed_events.extend(self._work.events)
+        elif work is not None:
+            work.finish()
             self._work = None
         if self._connection is not None:
             self._connection.commit()
+        if work is not None:  # its events are the delivery queue's once committed, not before
+            self._committed_events.extend(work.events)
 
     def rollback(self) -> None:
         self._work = None

@@ -3,7 +3,8 @@ session made only when something asks for it, and both in one transaction whiche
 first: a commit keeps what each wrote, a rollback takes back what each wrote, and writes after
 a commit in the middle of a request (a report's, a wrong OTP code's) are committed too."""
 import pytest
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, func, insert, select
+from sqlalchemy.exc import DBAPIError
 
 from app.db import utcnow
 from app.models import Company
@@ -83,3 +84,16 @@ def test_writes_after_a_commit_in_the_middle_are_committed_at_the_end(request_se
     request_session.commit()
     request_session.close()
     assert committed(db, "Before", "After") == {"Before", "After"}
+
+
+@pytest.mark.postgres
+def test_a_commit_that_fails_hands_over_no_events(request_session, db):
+    """The recorded events reach the delivery queue only once their transaction committed: a
+    commit lost with its connection (here the server ends it) leaves none to hand over."""
+    work = UnitOfWork.of(request_session)
+    work.events.append("recorded")
+    backend = request_session.connection().exec_driver_sql("SELECT pg_backend_pid()").scalar()
+    db.execute(select(func.pg_terminate_backend(backend)))
+    with pytest.raises(DBAPIError):
+        request_session.commit()
+    assert request_session.take_committed_events() == []
