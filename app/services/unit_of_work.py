@@ -74,6 +74,9 @@ class _Prepared:
         self.statement = statement
         self.compiled = compiled
         self.sql = compiled.string
+        # Sent as compiled only when nothing is rendered at execution (expanding IN lists,
+        # literal_execute) and SQLAlchemy collected no values while compiling (its
+        # _collected_params, merged into construct_params'): those go through SQLAlchemy.
         self.direct = not (compiled.literal_execute_params or compiled.positional
                            or "POSTCOMPILE" in self.sql
                            or getattr(compiled, "_collected_params", None))
