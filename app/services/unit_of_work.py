@@ -31,6 +31,7 @@ from collections import namedtuple
 from sqlalchemy import exc
 from sqlalchemy.orm import Session
 
+from app.services import sql_literals
 from app.services.rewards.account import Account
 
 _PREPARED: dict = {}
@@ -148,6 +149,9 @@ class UnitOfWork:
         self.session = session
         self.connection = session.connection()
         self.postgresql = self.connection.dialect.name == "postgresql"
+        # Values written into the SQL here rather than by psycopg2 (app/services/sql_literals.py)
+        self.literals = self.postgresql and sql_literals.writes_literals(
+            self.connection.connection.dbapi_connection)
         self.deferred: list = []  # (statement, params) until sent
         self.accounts: dict[tuple[str, str], Account] = {}
         self.events: list = []  # outbox.RecordedEvent, handed over once committed
@@ -224,7 +228,11 @@ class UnitOfWork:
         dbapi_connection = connection.connection.dbapi_connection
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute(sql, values)
+            written = sql_literals.render(sql, values) if self.literals else None
+            if written is None:
+                cursor.execute(sql, values)
+            else:
+                cursor.execute(written)
             rows = []
             if cursor.description is not None:
                 # The statement's columns are its SQL's, the same every time it is sent.
