@@ -221,9 +221,11 @@ class UnitOfWork:
         else:
             sql = prepared.positional
             values = [values[name] for name in prepared.order]
-        # The engine's statement listeners (the round-trip counts of the tests) see it too.
-        for listener in connection.engine.dispatch.before_cursor_execute:
-            listener(connection, None, sql, values, None, False)
+        # The engine's statement listeners (the round-trip counts of the tests) see it too;
+        # SQLAlchemy's own flag says whether there are any, as its execute asks it.
+        if connection.engine._has_events:
+            for listener in connection.engine.dispatch.before_cursor_execute:
+                listener(connection, None, sql, values, None, False)
 
         dbapi_connection = connection.connection.dbapi_connection
         cursor = dbapi_connection.cursor()
