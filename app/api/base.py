@@ -13,7 +13,6 @@ operation declares its scope, idempotency range and interface-document markers.
 from __future__ import annotations
 
 import http
-import json
 from dataclasses import dataclass
 from functools import wraps
 
@@ -26,6 +25,7 @@ from webargs.flaskparser import FlaskParser, is_json_request
 from app.api.compiled import ASK_THE_SCHEMA, compile_loader
 from app.bodies import json_body, raw_body
 from app.services.errors import InvalidField
+from app.services.wire import compact_json
 
 
 class Schema(ma.Schema):
@@ -191,7 +191,7 @@ class Api(flask_smorest.Api):
 def json_response(body: dict, status: int) -> Response:
     """A body the service built as the interface shows it, serialised once (its response
     schema documents the same shape)."""
-    return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+    return Response(compact_json(body),
                     status=status, mimetype="application/json")
 
 

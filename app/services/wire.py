@@ -8,6 +8,7 @@ event payloads all format through here.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -16,6 +17,9 @@ from datetime import datetime, timezone
 # Every amount is in roubles (kopecks inside); the set a client may meet in `currency`.
 CURRENCIES = ("RUB",)
 _DECIMAL = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?")
+# Bodies and the documents stored for them: compact JSON, text as it is. The encoder is made
+# once; json.dumps with options makes one a call.
+compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _parse_fixed(text: object, *, places: int, int_digits: int, example: str) -> int:

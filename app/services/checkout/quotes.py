@@ -1,7 +1,6 @@
 """Quotes (CONTRACT §6): what each line may take, what this quote redeems, what it earns."""
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -18,6 +17,7 @@ from app.services.errors import Conflict
 from app.services.program import matching
 from app.services.rewards import bonuses, expiry, ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
+from app.services.wire import compact_json
 
 # Quotes
 
@@ -113,7 +113,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
         for line, item in zip(lines, receipt)]}
     work.defer(INSERT_QUOTE, {
         "company_id": company_id, "id": quote_id, "checkout_session_id": session_id,
-        "lines": json.dumps(stored, separators=(",", ":"), ensure_ascii=False),
+        "lines": compact_json(stored),
         "redeem_cap": redeem_amount, "total_amount": priced.total_amount,
         "redeemable": priced.redeemable, "discount": priced.discount, "accrual": priced.accrual,
         "restriction_reason": reason, "created_at": now})

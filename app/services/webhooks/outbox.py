@@ -17,7 +17,7 @@ from app.models import OutboxEvent
 from app.models.base import new_id
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.sealing import seal, unseal
-from app.services.wire import format_timestamp
+from app.services.wire import compact_json, format_timestamp
 
 EVENT_TYPES = (
     "customer.created", "reward.adjusted",
@@ -35,7 +35,7 @@ _SEAL_PURPOSE = "outbox-sealed-field"
 
 
 def _dump(payload: dict) -> str:
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return compact_json(payload)
 
 
 def _with_sealed_fields(event_type: str, payload: str, change) -> str:
