@@ -34,17 +34,13 @@ SEALED_FIELDS = {"otp.code_issued": ("code",)}
 _SEAL_PURPOSE = "outbox-sealed-field"
 
 
-def _dump(payload: dict) -> str:
-    return compact_json(payload)
-
-
 def _with_sealed_fields(event_type: str, payload: str, change) -> str:
     """The payload with each sealed field's value replaced by `change(value)`."""
     document = json.loads(payload)
     for name in SEALED_FIELDS[event_type]:
         if document["data"].get(name) is not None:
             document["data"][name] = change(document["data"][name])
-    return _dump(document)
+    return compact_json(document)
 
 
 def revealed(event_type: str, payload: str, pepper: str) -> str:
@@ -91,7 +87,8 @@ def record_event(session: Session, company_id: str, event_type: str, data: dict,
     now = utcnow()
     values = {"company_id": company_id, "id": new_id(), "type": event_type, "created_at": now,
               "dispatched_at": None,
-              "payload": _dump({"type": event_type, "timestamp": format_timestamp(now), "data": data})}
+              "payload": compact_json({"type": event_type, "timestamp": format_timestamp(now),
+                                       "data": data})}
     # Written with the transaction's next statement; handed to the delivery queue once the
     # transaction has committed (app/services/unit_of_work.py).
     work = UnitOfWork.of(session)
