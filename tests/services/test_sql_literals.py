@@ -7,7 +7,11 @@ from decimal import Decimal
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from psycopg2.extensions import ISQLQuote, adapters, register_adapter
+from sqlalchemy import bindparam, insert, select
 
+from app.db import utcnow
+from app.models import Company
 from app.services import sql_literals
 from app.services.unit_of_work import UnitOfWork
 
@@ -21,7 +25,7 @@ VALUES = st.one_of(
     st.integers(), st.integers(-2 ** 63, 2 ** 63), st.none(), st.booleans(),
     st.datetimes(timezones=ZONES), st.datetimes(), st.dates(),
     st.decimals(allow_nan=False, allow_infinity=False))
-ONCE_PER_TEST = settings(max_examples=300, deadline=None,
+EXAMPLES = settings(max_examples=300, deadline=None,
                          suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -42,20 +46,20 @@ def test_the_suites_connections_take_literals(dbapi):
     assert sql_literals.writes_literals(dbapi)
 
 
-@ONCE_PER_TEST
+@EXAMPLES
 @given(value=VALUES)
 def test_each_value_is_written_as_psycopg2_writes_it(dbapi, value):
     assert sql_literals.render("%s", [value]) == psycopg2s(dbapi, "%s", [value])
 
 
-@ONCE_PER_TEST
+@EXAMPLES
 @given(values=st.lists(VALUES, max_size=8))
 def test_a_statement_is_written_as_psycopg2_writes_it(dbapi, values):
     sql = "SELECT " + ", ".join(["%s"] * len(values)) + " WHERE 'x' LIKE '%%'"
     assert sql_literals.render(sql, values) == psycopg2s(dbapi, sql, values)
 
 
-@ONCE_PER_TEST
+@EXAMPLES
 @given(text=TEXTS)
 def test_the_server_reads_every_text_back_as_it_was(dbapi, text):
     with dbapi.cursor() as cursor:
@@ -70,22 +74,37 @@ def test_what_psycopg2_would_refuse_or_write_otherwise_is_left_to_it(value):
     assert sql_literals.render("SELECT %s", ["plain", value]) is None
 
 
-def test_a_server_without_standard_strings_is_left_to_psycopg2(dbapi):
-    with dbapi.cursor() as cursor:
-        cursor.execute("SET standard_conforming_strings = off")
-    assert not sql_literals.writes_literals(dbapi)
-    # psycopg2 itself writes E'...' there from its connection's start; ours is not that text
-    assert sql_literals.render("%s", ["a\\b"]) == "'a\\b'"
+def test_a_server_without_standard_strings_is_left_to_psycopg2(db):
+    db.connection().exec_driver_sql("SET LOCAL standard_conforming_strings = off")
+    assert not sql_literals.writes_literals(db.connection().connection.dbapi_connection)
+    assert not UnitOfWork.of(db).literals
 
 
-def test_the_unit_of_work_writes_values_and_leaves_nul_to_psycopg2(app, db):
-    from sqlalchemy import bindparam, select
+NAMED = select(Company.id, Company.name).where(Company.name == bindparam("name"))
 
-    from app.models import Company
 
+@pytest.fixture
+def psycopg2_adapts_no_text():
+    """psycopg2's adapter for text replaced by one that fails, for the test's length."""
+    def refuse(value):
+        raise AssertionError(f"psycopg2 was asked to adapt {value!r}")
+
+    kept = adapters[(str, ISQLQuote)]
+    register_adapter(str, refuse)
+    yield
+    adapters[(str, ISQLQuote)] = kept
+
+
+def test_the_unit_of_work_writes_the_values_itself(db, psycopg2_adapts_no_text):
     work = UnitOfWork.of(db)
     assert work.literals
-    named = select(Company.id).where(Company.name == bindparam("name"))
-    assert work.run(named, {"name": "O'Brien \\ «Сыр»"}).all() == []
+    work.run(insert(Company), {"id": "c-1", "name": "O'Brien \\ «Сыр»", "created_at": utcnow()})
+    assert tuple(work.run(NAMED, {"name": "O'Brien \\ «Сыр»"}).one()) == ("c-1", "O'Brien \\ «Сыр»")
+    with pytest.raises(AssertionError, match="adapt"):  # the fixture does bite
+        with db.connection().connection.dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT %s", ["x"])
+
+
+def test_a_text_with_nul_is_left_to_psycopg2s_refusal(db):
     with pytest.raises(ValueError, match="NUL"):  # psycopg2's own refusal, as before
-        work.run(named, {"name": "a\x00b"})
+        UnitOfWork.of(db).run(NAMED, {"name": "a\x00b"})
