@@ -122,6 +122,9 @@ def _discard_if_closed_by_server(dbapi_connection, _record, _proxy) -> None:
     trip (a pre-ping would cost one on every request)."""
     if dbapi_connection.closed:
         raise exc.DisconnectionError("connection closed")
+    if dbapi_connection.autocommit or dbapi_connection.get_transaction_status():
+        # A request's transaction in text not ended (app/services/sessions.py): never reused.
+        raise exc.DisconnectionError("connection handed back inside a transaction")
     poller = select.poll()  # not select.select: it fails on descriptors past 1024
     poller.register(dbapi_connection.fileno(), select.POLLIN)
     if poller.poll(0):

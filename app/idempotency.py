@@ -136,14 +136,13 @@ def idempotent(low: int, high: int, required: bool = True):
 
             response = app.make_response(view(*args, **kwargs))
             if response.status_code < 400:
-                # The effect's writes go before the record's completion, so a failing one
-                # fails the request here, not at commit: the ORM's changes, if any, in a flush;
-                # the unit of work's (its accounts, rows and events) with the completion itself,
-                # one round trip for all.
-                work.write_out()
+                # The effect's writes and the record's completion go together with the commit,
+                # one round trip for all (with its COMMIT, on PostgreSQL: UnitOfWork.commit);
+                # the ORM's changes, if any, in a flush before. A write that fails there fails
+                # the whole request as it would here (app/errors.py: raised by the commit).
                 if session.new or session.dirty or session.deleted:
                     session.flush()
-                work.run(_COMPLETE, {
+                work.defer(_COMPLETE, {
                     **ident, "b_status_code": response.status_code,
                     "b_response_body": response.get_data(as_text=True)})
             return response

@@ -93,6 +93,9 @@ class Replayer:
 
     def __init__(self, database_dsn: str, trace: Trace, stable: set[str]):
         self.connection = psycopg2.connect(database_dsn)
+        # The app's transactions travel in its statements' text (BEGIN with a request's first,
+        # COMMIT with its last: app/services/unit_of_work.py), so psycopg2 must add neither.
+        self.connection.autocommit = True
         self.trace = trace
         # Ids the capture made (session, quote, hold, sale, entries, events...): every replay
         # makes its own. Ids that existed before (company, key, store...) stay.
@@ -151,14 +154,12 @@ class Replayer:
         for step in steps:
             done = on_step(step)
             with self.connection.cursor() as cursor:
-                self._step(cursor, step, fresh, shift)
-            self.connection.commit()
+                self._step(cursor, step, fresh, shift)  # its own BEGIN and COMMIT included
             done()
 
-    def history(self, registers: list[Register], now: datetime, days: int = 30,
-                batch: int = 200) -> None:
+    def history(self, registers: list[Register], now: datetime, days: int = 30) -> None:
         """A shop's past: one whole checkout per register given, spread over `days` before
-        `now`, committed in batches (seeding, not measuring)."""
+        `now` (seeding, not measuring; each step commits, as the app's did)."""
         with self.connection.cursor() as cursor:
             for index, register in enumerate(registers):
                 fresh = self._fresh(register)
@@ -166,9 +167,6 @@ class Replayer:
                 shift = when - self.trace.captured_at
                 for step in STEPS if index % 10 == 9 else STEPS[:-1]:  # 1 in 10 returns
                     self._step(cursor, step, fresh, shift)
-                if index % batch == batch - 1:
-                    self.connection.commit()
-        self.connection.commit()
 
     def close(self) -> None:
         self.connection.close()

@@ -22,12 +22,19 @@ The one difference between the databases: PostgreSQL takes the queued writes and
 statement as one string (one round trip); SQLite's driver runs one statement per call, so
 there they go one by one just before it. Either way they run at the same moment in the
 transaction, and fail there.
+
+A request's transaction on PostgreSQL goes further (`RequestSession`, app/services/sessions.py):
+its driver connection is in autocommit, so psycopg2 sends no BEGIN or COMMIT of its own, and
+the transaction's BEGIN travels in the text of its first statement and its COMMIT in that of
+its last writes (`commit()`), two round trips fewer a request. Whether a BEGIN is owed is
+libpq's own account of the connection (idle: no transaction open), not a flag of ours.
 """
 from __future__ import annotations
 
 import re
 from collections import namedtuple
 
+from psycopg2.extensions import TRANSACTION_STATUS_IDLE
 from sqlalchemy import exc
 from sqlalchemy.orm import Session
 
@@ -147,11 +154,12 @@ class UnitOfWork:
 
     def __init__(self, session: Session):
         self.session = session
-        self.connection = session.connection()
+        self.connection = session.connection_for_work()
         self.postgresql = self.connection.dialect.name == "postgresql"
+        # The driver's connection: fixed for the transaction (a broken one ends it).
+        self.dbapi = self.connection.connection.dbapi_connection
         # Values written into the SQL here rather than by psycopg2 (app/services/sql_literals.py)
-        self.literals = self.postgresql and sql_literals.writes_literals(
-            self.connection.connection.dbapi_connection)
+        self.literals = self.postgresql and sql_literals.writes_literals(self.dbapi)
         self.deferred: list = []  # (statement, params) until sent
         self.accounts: dict[tuple[str, str], Account] = {}
         self.events: list = []  # outbox.RecordedEvent, handed over once committed
@@ -174,7 +182,11 @@ class UnitOfWork:
         if not prepared.direct:
             self.send()
             return self.connection.execute(statement, params)
-        return self._send(prepared, prepared.values(params))
+        parts = self._parts()
+        if parts is None:  # a deferred write SQLAlchemy renders goes through it first
+            self.send()
+            parts = []
+        return self._send(parts, prepared, prepared.values(params))
 
     def defer(self, statement, params: dict | list[dict]) -> None:
         """A write nothing waits on (a list of rows: one statement for them all), sent with
@@ -185,11 +197,11 @@ class UnitOfWork:
         """What is deferred, now."""
         if not self.deferred:
             return
-        if self.postgresql and all(
-                _prepare(self.connection.dialect, statement, row).direct
-                for statement, params in self.deferred for row in _rows(params)):
-            self._send(None, None)
+        parts = self._parts() if self.postgresql else None
+        if parts is not None:
+            self._send(parts)
             return
+        self._begin()
         pending, self.deferred = self.deferred, []
         for statement, params in pending:
             self.connection.execute(statement, params)
@@ -205,53 +217,116 @@ class UnitOfWork:
         self.write_out()
         self.send()
 
-    def _send(self, prepared: _Prepared | None, values: dict | None):
-        """PostgreSQL: the deferred writes and then `prepared` (if any) as one string, one
-        round trip. Its rows and count are the last statement's."""
-        connection = self.connection
-        if self.deferred:
-            parts = [(_prepare(connection.dialect, statement, row), row)
-                     for statement, params in self.deferred for row in _rows(params)]
+    def commit(self) -> None:
+        """Write out what is left and send it; a transaction in text (module's note) commits
+        in the same round trip. The connection's own commit follows either way."""
+        self.write_out()
+        if not (self.postgresql and self.dbapi.autocommit):
+            self.send()
+            return
+        parts = self._parts()
+        if parts is None:  # a write SQLAlchemy renders: sent first, the COMMIT after it
+            self.send()
+            parts = []
+        if parts or self.dbapi.get_transaction_status() != TRANSACTION_STATUS_IDLE:
+            self._send(parts, closing="COMMIT")
+
+    def _begin(self) -> None:
+        """The BEGIN a transaction in text owes, alone: before a statement the unit of work
+        does not send itself (SQLAlchemy's own execution, the ORM's)."""
+        if self.postgresql and owes_begin(self.dbapi):
+            execute_text(self.connection, "BEGIN")
+
+    def _parts(self) -> list | None:
+        """The deferred writes, each row's statement prepared; None if one of them is
+        SQLAlchemy's to render (an expanding list): those go through its execution."""
+        parts = []
+        dialect = self.connection.dialect
+        for statement, params in self.deferred:
+            for row in _rows(params):
+                prepared = _prepare(dialect, statement, row)
+                if not prepared.direct:
+                    return None
+                parts.append((prepared, row))
+        return parts
+
+    def _send(self, parts: list | None, prepared: _Prepared | None = None,
+              values: dict | None = None, closing: str = ""):
+        """PostgreSQL: the deferred writes (`parts`) and then `prepared` (if any) as one
+        string, one round trip, after the BEGIN a transaction in text owes and before
+        `closing` (its COMMIT). Its rows and count are the last statement's."""
+        if parts:
             parts = [(part, part.values(row)) for part, row in parts]
             self.deferred = []
             if prepared is not None:
                 parts.append((prepared, values))
             sql = ";\n".join(part.positional for part, _ in parts)
             values = [given[name] for part, given in parts for name in part.order]
-        else:
+        elif prepared is not None:
             sql = prepared.positional
             values = [values[name] for name in prepared.order]
-        # The engine's statement listeners (the round-trip counts of the tests) see it too;
-        # SQLAlchemy's own flag says whether there are any, as its execute asks it.
-        if connection.engine._has_events:
-            for listener in connection.engine.dispatch.before_cursor_execute:
-                listener(connection, None, sql, values, None, False)
+        else:
+            sql, values = "", []
+        dbapi = self.dbapi
+        if dbapi.autocommit and dbapi.get_transaction_status() == TRANSACTION_STATUS_IDLE:
+            sql = "BEGIN;\n" + sql  # owed by a transaction in text
+        if closing:
+            sql = f"{sql};\n{closing}" if sql else closing
+        return _execute(self.connection, sql, values, prepared, self.literals)
 
-        dbapi_connection = connection.connection.dbapi_connection
-        cursor = dbapi_connection.cursor()
-        try:
-            written = sql_literals.render(sql, values) if self.literals else None
-            if written is None:
-                cursor.execute(sql, values)
-            else:
-                cursor.execute(written)
-            rows = []
-            if cursor.description is not None:
-                # The statement's columns are its SQL's, the same every time it is sent.
-                row_type = prepared.row_type
-                if row_type is None:
-                    row_type = prepared.row_type = namedtuple(
-                        "Row", [column[0] for column in cursor.description], rename=True)
-                rows = [row_type._make(row) for row in cursor.fetchall()]
-            return Rows(rows, cursor.rowcount)
-        except connection.dialect.loaded_dbapi.Error as error:
-            disconnected = connection.dialect.is_disconnect(error, dbapi_connection, cursor)
-            wrapped = exc.DBAPIError.instance(sql, values, error,
-                                              connection.dialect.loaded_dbapi.Error,
-                                              hide_parameters=connection.engine.hide_parameters,
-                                              connection_invalidated=disconnected)
-            if disconnected:
-                connection.invalidate(wrapped)
-            raise wrapped from error
-        finally:
-            cursor.close()
+
+def owes_begin(dbapi_connection) -> bool:
+    """Whether the connection's transaction is one in text (its driver in autocommit) whose
+    BEGIN has not been sent yet: libpq knows whether one is open, without a round trip."""
+    return (dbapi_connection.autocommit
+            and dbapi_connection.get_transaction_status() == TRANSACTION_STATUS_IDLE)
+
+
+def end_in_text(connection, dbapi_connection, verb: str) -> None:
+    """COMMIT or ROLLBACK, alone, of a transaction in text that is open on the server."""
+    if dbapi_connection.get_transaction_status() != TRANSACTION_STATUS_IDLE:
+        execute_text(connection, verb)
+
+
+def execute_text(connection, sql: str) -> None:
+    """A statement without values or rows (BEGIN, COMMIT, ROLLBACK), as the others are sent."""
+    _execute(connection, sql, None, None)
+
+
+def _execute(connection, sql: str, values: list | None, prepared: _Prepared | None,
+             literals: bool = False) -> Rows:
+    """`sql` on the driver, seen by the engine's listeners; rows as `prepared`'s named tuples."""
+    # The engine's statement listeners (the round-trip counts of the tests) see it too;
+    # SQLAlchemy's own flag says whether there are any, as its execute asks it.
+    if connection.engine._has_events:
+        for listener in connection.engine.dispatch.before_cursor_execute:
+            listener(connection, None, sql, values, None, False)
+
+    dbapi_connection = connection.connection.dbapi_connection
+    cursor = dbapi_connection.cursor()
+    try:
+        written = sql_literals.render(sql, values) if literals else None
+        if written is None:
+            cursor.execute(sql, values)
+        else:
+            cursor.execute(written)
+        rows = []
+        if prepared is not None and cursor.description is not None:
+            # The statement's columns are its SQL's, the same every time it is sent.
+            row_type = prepared.row_type
+            if row_type is None:
+                row_type = prepared.row_type = namedtuple(
+                    "Row", [column[0] for column in cursor.description], rename=True)
+            rows = [row_type._make(row) for row in cursor.fetchall()]
+        return Rows(rows, cursor.rowcount)
+    except connection.dialect.loaded_dbapi.Error as error:
+        disconnected = connection.dialect.is_disconnect(error, dbapi_connection, cursor)
+        wrapped = exc.DBAPIError.instance(sql, values, error,
+                                          connection.dialect.loaded_dbapi.Error,
+                                          hide_parameters=connection.engine.hide_parameters,
+                                          connection_invalidated=disconnected)
+        if disconnected:
+            connection.invalidate(wrapped)
+        raise wrapped from error
+    finally:
+        cursor.close()

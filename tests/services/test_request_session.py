@@ -1,12 +1,15 @@
 """A request's transaction (RequestSession): the unit of work on a pooled connection, the ORM
 session made only when something asks for it, and both in one transaction whichever comes
 first: a commit keeps what each wrote, a rollback takes back what each wrote, and writes after
-a commit in the middle of a request (a report's, a wrong OTP code's) are committed too."""
+a commit in the middle of a request (a report's, a wrong OTP code's) are committed too. On
+PostgreSQL its BEGIN and COMMIT travel in the statements' text, and no connection goes back to
+the pool inside a transaction."""
 import pytest
-from sqlalchemy import bindparam, func, insert, select
-from sqlalchemy.exc import DBAPIError
+from psycopg2.extensions import TRANSACTION_STATUS_IDLE, TRANSACTION_STATUS_INERROR
+from sqlalchemy import bindparam, event, func, insert, select
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from app.db import utcnow
+from app.db import make_engine, utcnow
 from app.models import Company
 from app.services.sessions import RequestSession, WorkSession
 from app.services.unit_of_work import UnitOfWork
@@ -14,6 +17,7 @@ from app.services.unit_of_work import UnitOfWork
 COMPANIES = Company.__table__
 _ADD = insert(COMPANIES)
 _NAMES = select(COMPANIES.c.name).where(COMPANIES.c.name.in_(bindparam("names", expanding=True)))
+_NAMED = select(COMPANIES.c.id).where(COMPANIES.c.name == bindparam("name"))
 
 
 @pytest.fixture
@@ -46,10 +50,13 @@ def test_the_unit_of_work_alone_makes_no_orm_session(request_session, db, monkey
     assert committed(db, "Alone") == {"Alone"}
 
 
+@pytest.mark.parametrize("sent", [False, True])
 @pytest.mark.parametrize("first", ["work", "orm"])
-def test_a_commit_keeps_what_both_wrote_whichever_came_first(request_session, db, first):
+def test_a_commit_keeps_what_both_wrote_whichever_came_first(request_session, db, first, sent):
     writes = [add_by_work, add_by_orm] if first == "work" else [add_by_orm, add_by_work]
     writes[0](request_session, "First")
+    if sent:  # the unit of work's BEGIN already on the server when the ORM joins (or not)
+        UnitOfWork.of(request_session).send()
     writes[1](request_session, "Second")
     request_session.commit()
     events = request_session.take_committed_events()
@@ -97,3 +104,90 @@ def test_a_commit_that_fails_hands_over_no_events(request_session, db):
     with pytest.raises(DBAPIError):
         request_session.commit()
     assert request_session.take_committed_events() == []
+
+
+@pytest.fixture
+def sent_text(app):
+    seen = []
+
+    def record(conn, cursor, statement, *rest):
+        seen.append(statement)
+
+    engine = app.extensions["engine"]
+    event.listen(engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(engine, "before_cursor_execute", record)
+
+
+@pytest.mark.postgres
+def test_begin_and_commit_travel_with_the_statements(request_session, db, sent_text):
+    """psycopg2 sends no BEGIN or COMMIT of its own: the first string carries the BEGIN, the
+    commit's writes the COMMIT, so a request pays no round trip for either."""
+    add_by_work(request_session, "Text")
+    assert UnitOfWork.of(request_session).run(_NAMED, {"name": "Text"}).scalar() == "id-Text"
+    add_by_work(request_session, "Later")
+    driver = request_session.connection_for_work().connection.dbapi_connection
+    request_session.commit()
+    assert [text.split(None, 1)[0] for text in sent_text] == ["BEGIN;", "INSERT"]
+    assert sent_text[0].count(";\n") == 2 and sent_text[1].endswith(";\nCOMMIT")
+    assert (driver.get_transaction_status(), driver.autocommit) == (TRANSACTION_STATUS_IDLE, False)
+    assert committed(db, "Text", "Later") == {"Text", "Later"}
+
+
+@pytest.mark.postgres
+def test_a_read_only_transaction_sends_its_commit_alone_and_an_unused_one_none(
+        request_session, sent_text):
+    UnitOfWork.of(request_session).run(_NAMED, {"name": "nobody"})
+    request_session.commit()
+    UnitOfWork.of(request_session)  # begun, never used
+    request_session.commit()
+    assert [text.split(None, 1)[0] for text in sent_text] == ["BEGIN;", "COMMIT"]
+
+
+@pytest.mark.postgres
+def test_a_commit_whose_writes_fail_leaves_nothing_open(request_session, db):
+    """The writes and the COMMIT are one string: a write that fails stops it before the
+    COMMIT; the request's close then rolls the transaction back on the server and gives the
+    driver its own transactions again before the connection goes back to the pool."""
+    add_by_work(request_session, "Twice")
+    UnitOfWork.of(request_session).send()
+    add_by_work(request_session, "Twice")  # the same id: fails at the commit
+    driver = request_session.connection_for_work().connection.dbapi_connection
+    with pytest.raises(IntegrityError):
+        request_session.commit()
+    assert driver.get_transaction_status() == TRANSACTION_STATUS_INERROR
+    request_session.close()
+    assert (driver.get_transaction_status(), driver.autocommit) == (TRANSACTION_STATUS_IDLE, False)
+    assert committed(db, "Twice") == set()
+
+
+@pytest.mark.postgres
+def test_the_pool_replaces_a_connection_handed_back_inside_a_transaction(app):
+    """Belt and braces: a connection that came back in autocommit with a transaction open on
+    the server (the pool's rollback does nothing then) is never handed out again."""
+    engine = make_engine(app.extensions["engine"].url.render_as_string(hide_password=False))
+    try:
+        with engine.connect() as connection:
+            left = connection.connection.dbapi_connection
+            left.autocommit = True
+            connection.exec_driver_sql("BEGIN")
+        assert not left.closed  # back in the pool, still inside its transaction
+        with engine.connect() as connection:
+            given = connection.connection.dbapi_connection
+            assert given is not left and left.closed
+            assert given.get_transaction_status() == TRANSACTION_STATUS_IDLE
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_connection_asked_for_before_any_statement_is_the_drivers_own(request_session, db):
+    """Anything but the unit of work that asks for the connection before the BEGIN went gets
+    the driver's usual transaction (a named cursor refuses autocommit)."""
+    connection = request_session.connection()
+    assert connection.connection.dbapi_connection.autocommit is False
+    rows = connection.execution_options(stream_results=True).execute(_NAMED, {"name": "x"})
+    assert rows.all() == []
+    add_by_work(request_session, "Driver")
+    request_session.commit()
+    assert committed(db, "Driver") == {"Driver"}
