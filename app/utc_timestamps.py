@@ -55,6 +55,15 @@ def _beyond_python(text: str) -> datetime:
 def _as_utc(text: str | None, cursor) -> datetime | None:
     if text is None:
         return None
+    # The standard library reads the server's ISO text ("2026-11-26 17:28:24.5+00") in C, for
+    # less than half of what the driver's caster and a conversion cost (a checkout reads some
+    # 130 moments); the driver's caster reads whatever else it is sent ("infinity", BC).
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    else:
+        return moment if moment.tzinfo is timezone.utc else moment.astimezone(timezone.utc)
     try:
         return _driver_cast(text, cursor).astimezone(timezone.utc)
     except (ValueError, OverflowError):
