@@ -9,6 +9,9 @@ from datetime import datetime, timezone
 
 from flask import g, has_request_context
 
+# One encoder for every line: json.dumps with an option makes a new one each call.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -24,7 +27,7 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return _encode(entry)
 
 
 def configure_logging(level: str) -> None:
