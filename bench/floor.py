@@ -130,9 +130,10 @@ class Replayer:
     def _params(self, parameters, fresh, shift):
         if isinstance(parameters, dict):
             return {name: self._value(value, fresh, shift) for name, value in parameters.items()}
-        if isinstance(parameters, (list, tuple)):
-            return [self._params(p, fresh, shift) if isinstance(p, (dict, list, tuple))
-                    else self._value(p, fresh, shift) for p in parameters]
+        if isinstance(parameters, (list, tuple)):  # a tuple stays one: an IN list
+            return type(parameters)(self._params(p, fresh, shift)
+                                    if isinstance(p, (dict, list, tuple))
+                                    else self._value(p, fresh, shift) for p in parameters)
         return parameters
 
     def _step(self, cursor, step: str, fresh: dict, shift: timedelta) -> None:

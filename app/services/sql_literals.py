@@ -3,9 +3,9 @@
 Why: psycopg2 fills `%s` on the client. For each value it finds an adapter by type, makes an
 adapter object, looks up and calls its `prepare` and `getquoted` by name: about 10,000 machine
 instructions a value, a seventh of a checkout's own CPU (docs/performance.md). The register's
-values are a handful of types; for those this writes the very text psycopg2 writes
-(tests/services/test_sql_literals.py compares them, value by value and statement by statement,
-with psycopg2's own `mogrify` on a live connection). Anything else, and any text psycopg2 would
+values are a handful of types (and tuples of them: an IN list); for those this writes the very
+text psycopg2 writes (tests/services/test_sql_literals.py compares them, value by value and
+statement by statement, with psycopg2's own `mogrify` on a live connection). Anything else, and any text psycopg2 would
 refuse (a NUL character), goes back to psycopg2 whole: `render` answers None.
 
 Only on a connection whose server keeps standard conforming strings (a backslash is an
@@ -28,6 +28,11 @@ def writes_literals(dbapi_connection) -> bool:
 def render(sql: str, values: list) -> str | None:
     """`sql` (with `%s` and `%%`, as psycopg2 takes it) with `values` written in; None when
     one of them is psycopg2's to write."""
+    written = _literals(values)
+    return None if written is None else sql % tuple(written)
+
+
+def _literals(values) -> list | None:
     written = []
     for value in values:
         kind = type(value)
@@ -50,6 +55,11 @@ def render(sql: str, values: list) -> str | None:
         elif kind is Decimal and value.is_finite():
             text = str(value)
             written.append(" " + text if text[0] == "-" else text)
+        elif kind is tuple and value:  # an IN list: psycopg2 writes its items in parentheses
+            items = _literals(value)
+            if items is None:
+                return None
+            written.append("(" + ", ".join(items) + ")")
         else:
             return None
-    return sql % tuple(written)
+    return written

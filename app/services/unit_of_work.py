@@ -75,16 +75,25 @@ class _Prepared:
     """A statement compiled once for PostgreSQL, with its parameters' type processors."""
 
     __slots__ = ("statement", "compiled", "sql", "binds", "fixed", "row_type", "direct",
-                 "positional", "order")
+                 "positional", "order", "expanding")
 
     def __init__(self, statement, compiled, dialect):
         # Holding the statement keeps its id from being reused while it is cached.
         self.statement = statement
         self.compiled = compiled
-        self.sql = compiled.string
-        # Sent as compiled only when nothing is rendered at execution (expanding IN lists,
-        # literal_execute) and SQLAlchemy collected no values while compiling (its
-        # _collected_params, merged into construct_params'): those go through SQLAlchemy.
+        # An expanding IN list (`column.in_(bindparam(name, expanding=True))`) goes as one
+        # tuple, which psycopg2 (and sql_literals) write as ('a', 'b'); an empty list goes
+        # through SQLAlchemy, which writes what an empty IN means (`values` answers None).
+        sql, self.expanding = compiled.string, set()
+        for bind in compiled.post_compile_params:
+            name = compiled.bind_names[bind]
+            if bind.expanding and not bind.literal_execute:
+                sql = sql.replace(f"(__[POSTCOMPILE_{name}])", f"%({name})s")
+                self.expanding.add(name)
+        self.sql = sql
+        # Sent as compiled only when nothing else is rendered at execution (literal_execute)
+        # and SQLAlchemy collected no values while compiling (its _collected_params, merged
+        # into construct_params'): those go through SQLAlchemy.
         self.direct = not (compiled.literal_execute_params or compiled.positional
                            or "POSTCOMPILE" in self.sql
                            or getattr(compiled, "_collected_params", None))
@@ -107,8 +116,9 @@ class _Prepared:
         self.order = tuple(_PARAMETER.findall(self.sql))
         self.positional = _PARAMETER.sub("%s", self.sql)
 
-    def values(self, params: dict) -> dict:
-        """The driver's parameters, as SQLAlchemy's construct_params and processors give."""
+    def values(self, params: dict) -> dict | None:
+        """The driver's parameters, as SQLAlchemy's construct_params and processors give;
+        None when SQLAlchemy must send the statement (an empty IN list)."""
         values = {}
         fixed = self.fixed
         for sql_name, key, name, process in self.binds:
@@ -121,10 +131,17 @@ class _Prepared:
                 continue
             else:  # missing, or worked out when sent: SQLAlchemy's own rules and errors
                 return self._by_sqlalchemy(params)
+            if sql_name in self.expanding:
+                if not value:
+                    return None
+                values[sql_name] = tuple(map(process, value) if process is not None else value)
+                continue
             values[sql_name] = process(value) if process is not None else value
         return values
 
-    def _by_sqlalchemy(self, params: dict) -> dict:
+    def _by_sqlalchemy(self, params: dict) -> dict | None:
+        if self.expanding:
+            return None
         values = self.compiled.construct_params(params)
         for sql_name, _key, _name, process in self.binds:
             if process is not None and sql_name in values:
@@ -179,14 +196,15 @@ class UnitOfWork:
             self.send()
             return self.connection.execute(statement, params)
         prepared = _prepare(self.connection.dialect, statement, params)
-        if not prepared.direct:
+        values = prepared.values(params) if prepared.direct else None
+        if values is None:
             self.send()
             return self.connection.execute(statement, params)
         parts = self._parts()
         if parts is None:  # a deferred write SQLAlchemy renders goes through it first
             self.send()
             parts = []
-        return self._send(parts, prepared, prepared.values(params))
+        return self._send(parts, prepared, values)
 
     def defer(self, statement, params: dict | list[dict]) -> None:
         """A write nothing waits on (a list of rows: one statement for them all), sent with
@@ -245,7 +263,7 @@ class UnitOfWork:
         for statement, params in self.deferred:
             for row in _rows(params):
                 prepared = _prepare(dialect, statement, row)
-                if not prepared.direct:
+                if not prepared.direct or prepared.expanding:  # a list's emptiness unchecked
                     return None
                 parts.append((prepared, row))
         return parts

@@ -25,6 +25,7 @@ VALUES = st.one_of(
     st.integers(), st.integers(-2 ** 63, 2 ** 63), st.none(), st.booleans(),
     st.datetimes(timezones=ZONES), st.datetimes(), st.dates(),
     st.decimals(allow_nan=False, allow_infinity=False))
+VALUES = st.one_of(VALUES, st.lists(VALUES, min_size=1, max_size=4).map(tuple))  # IN lists
 EXAMPLES = settings(max_examples=300, deadline=None,
                          suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -69,7 +70,7 @@ def test_the_server_reads_every_text_back_as_it_was(dbapi, text):
 
 @pytest.mark.parametrize("value", [
     "NUL \x00 inside", 1.5, b"bytes", Decimal("NaN"), Decimal("-Infinity"), {"a": 1}, [1, 2],
-    datetime.now().time()])
+    datetime.now().time(), (), ("a", 1.5)])
 def test_what_psycopg2_would_refuse_or_write_otherwise_is_left_to_it(value):
     assert sql_literals.render("SELECT %s", ["plain", value]) is None
 

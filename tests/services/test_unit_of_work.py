@@ -185,3 +185,29 @@ def test_a_rollback_forgets_the_locked_accounts(app, tenant, customer_id, sessio
     assert UnitOfWork.of(session).accounts == {}
     session.commit()
     assert _stored(app, tenant.company_id, customer_id) == (0, 0, [])
+
+
+def test_an_in_list_goes_straight_to_the_driver_and_an_empty_one_through_sqlalchemy(app,
+                                                                                  session):
+    now = utcnow()
+    for number in range(3):
+        run(session, _ADD, {"id": f"c-{number}", "name": f"N{number}", "created_at": now})
+    listed = select(COMPANIES.c.name).where(
+        COMPANIES.c.name.in_(bindparam("names", expanding=True))).order_by(COMPANIES.c.name)
+    seen = []
+
+    def listener(conn, cursor, statement, parameters, *rest):
+        seen.append((statement, parameters))
+
+    engine = app.extensions["engine"]
+    event.listen(engine, "before_cursor_execute", listener)
+    try:
+        assert [r.name for r in run(session, listed, {"names": ["N2", "N0", "x'y"]})] == [
+            "N0", "N2"]
+        assert run(session, listed, {"names": []}).all() == []
+    finally:
+        event.remove(engine, "before_cursor_execute", listener)
+    if session.get_bind().dialect.name == "postgresql":  # one tuple, written by the unit of work
+        (direct, values), (through_sqlalchemy, _) = seen[-2:]
+        assert "IN %s" in direct and ("N2", "N0", "x'y") in values
+        assert "POSTCOMPILE" not in through_sqlalchemy and "IN (" in through_sqlalchemy
