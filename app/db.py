@@ -10,6 +10,7 @@ import select
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
+from flask import current_app, g
 from sqlalchemy import DateTime, Engine, MetaData, create_engine, event, exc
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Session
@@ -135,8 +136,6 @@ def request_session() -> Session:
     """The session of the current request or job context, opened on first use: a
     RequestSession, which makes the ORM's own only if something uses it
     (app/services/sessions.py)."""
-    from flask import current_app, g
-
     state = g._get_current_object()  # one proxy lookup, not two (app/requests.py)
     session = state.get("db_session")
     if session is None:

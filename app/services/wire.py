@@ -42,7 +42,7 @@ def _parse_fixed(text: object, *, places: int, int_digits: int, example: str) ->
 
 
 def _format_fixed(value: int, places: int) -> str:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if type(value) is not int:  # a bool is an int, and no amount
         raise TypeError(f"expected an int, got {type(value).__name__}")
     whole, fraction = divmod(abs(value), 10**places)
     sign = "-" if value < 0 else ""
