@@ -58,11 +58,14 @@ def _key(req: Request, low: int, high: int, required: bool = True) -> str | None
     return key
 
 
+# Made once: json.dumps with options makes an encoder a call.
+_canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def fingerprint(req: Request, route: str) -> str:
     """Method, route, path parameters and the body as canonical JSON."""
     body = json_body() if req.is_json else raw_body().decode("utf-8", "replace")
-    canonical = json.dumps([req.method, route, req.view_args or {}, body],
-                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = _canonical([req.method, route, req.view_args or {}, body])
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
