@@ -285,9 +285,8 @@ class UnitOfWork:
             values = [values[name] for name in prepared.order]
         else:
             sql, values = "", []
-        dbapi = self.dbapi
-        if dbapi.autocommit and dbapi.get_transaction_status() == TRANSACTION_STATUS_IDLE:
-            sql = "BEGIN;\n" + sql  # owed by a transaction in text
+        if owes_begin(self.dbapi):
+            sql = "BEGIN;\n" + sql
         if closing:
             sql = f"{sql};\n{closing}" if sql else closing
         return _execute(self.connection, sql, values, prepared, self.literals)
