@@ -108,7 +108,11 @@ class _Prepared:
             process = bind.type.dialect_impl(dialect).bind_processor(dialect)
             self.binds.append((sql_name, bind.key, name, process))
             if not bind.required and not bind.callable:
-                self.fixed[sql_name] = process(bind.value) if process else bind.value
+                self.fixed[sql_name] = (
+                    _in_list(bind.value, process) if sql_name in self.expanding
+                    else process(bind.value) if process else bind.value)
+        if any(value is None for name, value in self.fixed.items() if name in self.expanding):
+            self.direct = False  # a fixed empty list: SQLAlchemy writes what it means
         self.row_type = None  # its rows' named tuple, made from the first answer's columns
         # The SQL as it is sent: `%s` for each parameter, and their names in the order they
         # appear (psycopg2 fills a list of values for less than a dict of them by name; a
@@ -132,11 +136,12 @@ class _Prepared:
             else:  # missing, or worked out when sent: SQLAlchemy's own rules and errors
                 return self._by_sqlalchemy(params)
             if sql_name in self.expanding:
-                if not value:
+                value = _in_list(value, process)
+                if value is None:
                     return None
-                values[sql_name] = tuple(map(process, value) if process is not None else value)
-                continue
-            values[sql_name] = process(value) if process is not None else value
+            elif process is not None:
+                value = process(value)
+            values[sql_name] = value
         return values
 
     def _by_sqlalchemy(self, params: dict) -> dict | None:
@@ -147,6 +152,13 @@ class _Prepared:
             if process is not None and sql_name in values:
                 values[sql_name] = process(values[sql_name])
         return values
+
+
+def _in_list(value, process) -> tuple | None:
+    """An IN list's items as the driver takes them, in a tuple; None for an empty list."""
+    if not value:
+        return None
+    return tuple(map(process, value) if process is not None else value)
 
 
 def _prepare(dialect, statement, params: dict) -> _Prepared:

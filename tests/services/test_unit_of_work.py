@@ -205,9 +205,14 @@ def test_an_in_list_goes_straight_to_the_driver_and_an_empty_one_through_sqlalch
         assert [r.name for r in run(session, listed, {"names": ["N2", "N0", "x'y"]})] == [
             "N0", "N2"]
         assert run(session, listed, {"names": []}).all() == []
+        fixed = select(COMPANIES.c.name).where(COMPANIES.c.name.in_(["N1", "N2"]))
+        assert sorted(r.name for r in run(session, fixed, {})) == ["N1", "N2"]
+        nothing = select(COMPANIES.c.name).where(COMPANIES.c.name.in_([]))
+        assert run(session, nothing, {}).all() == []
     finally:
         event.remove(engine, "before_cursor_execute", listener)
     if session.get_bind().dialect.name == "postgresql":  # one tuple, written by the unit of work
-        (direct, values), (through_sqlalchemy, _) = seen[-2:]
+        (direct, values), (through_sqlalchemy, _), (fixed_list, fixed_values), _ = seen[-4:]
         assert "IN %s" in direct and ("N2", "N0", "x'y") in values
         assert "POSTCOMPILE" not in through_sqlalchemy and "IN (" in through_sqlalchemy
+        assert "IN %s" in fixed_list and ("N1", "N2") in fixed_values
