@@ -7,7 +7,8 @@ from __future__ import annotations
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.services.unit_of_work import UnitOfWork, end_in_text, owes_begin
+from app.services.text_transactions import end_in_text, owes_begin
+from app.services.unit_of_work import UnitOfWork
 
 
 class WorkSession(Session):
@@ -82,13 +83,12 @@ class RequestSession:
         it as usual (its named cursors, for one, need that); one already begun stays in text."""
         connection = self.connection_for_work()
         if self._text is not None and owes_begin(self._text):
-            self._text.autocommit = False
-            self._text = None
+            self._end("ROLLBACK")  # nothing was sent: this only hands it back to the driver
         return connection
 
     def connection_for_work(self):
         """The request's connection in a transaction begun here. On PostgreSQL the
-        transaction is one in text (app/services/unit_of_work.py): the driver in autocommit
+        transaction is one in text (app/services/text_transactions.py): the driver in autocommit
         until it ends, its BEGIN owed to the first statement, which the unit of work sends.
         After a commit the next use begins anew."""
         connection = self._connection

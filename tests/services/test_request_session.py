@@ -191,3 +191,17 @@ def test_a_connection_asked_for_before_any_statement_is_the_drivers_own(request_
     add_by_work(request_session, "Driver")
     request_session.commit()
     assert committed(db, "Driver") == {"Driver"}
+
+
+@pytest.mark.postgres
+def test_a_rollback_that_cannot_be_sent_leaves_the_connection_invalidated(request_session, db):
+    """The server gone mid-transaction: the request's rollback does not raise over the error
+    being answered, and the connection is discarded rather than handed back to the pool."""
+    backend = UnitOfWork.of(request_session).run(select(func.pg_backend_pid()), {}).scalar()
+    connection = request_session.connection_for_work()
+    driver = connection.connection.dbapi_connection
+    assert driver.autocommit  # in text, its BEGIN sent with the statement above
+    db.execute(select(func.pg_terminate_backend(backend)))
+    request_session.rollback()
+    assert connection.invalidated and driver.closed
+    request_session.close()

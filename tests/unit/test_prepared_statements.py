@@ -8,7 +8,7 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, exc,
 from sqlalchemy.dialects.postgresql import psycopg2 as pg
 
 from app.db import UtcDateTime
-from app.services.unit_of_work import _prepare
+from app.services.driver_statements import prepare as _prepare
 
 DIALECT = pg.dialect()
 THINGS = Table("things", MetaData(), Column("company_id", String), Column("id", String),
