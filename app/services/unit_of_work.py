@@ -118,8 +118,9 @@ class UnitOfWork:
 
     def _through_sqlalchemy(self, statement, params):
         """`statement` by SQLAlchemy's own execution (SQLite's, or one it renders when sent),
-        after what is deferred."""
+        after what is deferred and the BEGIN a transaction in text owes."""
         self.send()
+        self._begin()
         return self.connection.execute(statement, params)
 
     def _parts_to_join(self) -> list:

@@ -194,6 +194,15 @@ def test_a_connection_asked_for_before_any_statement_is_the_drivers_own(request_
 
 
 @pytest.mark.postgres
+def test_a_statement_sqlalchemy_sends_first_still_begins_the_transaction(request_session, db):
+    """The unit of work's first statement going through SQLAlchemy's execution (an empty IN
+    list) sends the BEGIN it owes before it: it does not run on its own in autocommit."""
+    driver = request_session.connection_for_work().connection.dbapi_connection
+    assert UnitOfWork.of(request_session).run(_NAMES, {"names": []}).all() == []
+    assert driver.get_transaction_status() != TRANSACTION_STATUS_IDLE
+
+
+@pytest.mark.postgres
 def test_a_rollback_that_cannot_be_sent_leaves_the_connection_invalidated(request_session, db):
     """The server gone mid-transaction: the request's rollback does not raise over the error
     being answered, and the connection is discarded rather than handed back to the pool."""
