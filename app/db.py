@@ -18,6 +18,7 @@ from sqlalchemy.types import TypeDecorator
 
 from app.config import normalise_database_url
 from app.delivery_queue import hand_over_events
+from app.services.text_transactions import is_open
 from app.utc_timestamps import read_timestamps_as_utc
 
 NAMING_CONVENTION = {
@@ -123,8 +124,8 @@ def _discard_if_closed_by_server(dbapi_connection, _record, _proxy) -> None:
     trip (a pre-ping would cost one on every request)."""
     if dbapi_connection.closed:
         raise exc.DisconnectionError("connection closed")
-    if dbapi_connection.autocommit or dbapi_connection.get_transaction_status():
-        # A request's transaction in text not ended (app/services/sessions.py): never reused.
+    if dbapi_connection.autocommit or is_open(dbapi_connection):
+        # A request's transaction in text not ended (app/services/text_transactions.py).
         raise exc.DisconnectionError("connection handed back inside a transaction")
     poller = select.poll()  # not select.select: it fails on descriptors past 1024
     poller.register(dbapi_connection.fileno(), select.POLLIN)
