@@ -8,6 +8,7 @@ from flask import Request, current_app, request
 from app.api.base import declared_operation
 from app.bodies import raw_body, read_framed
 from app.db import request_session, utcnow
+from app.idempotency import claim_ahead
 from app.services.errors import DomainError, Forbidden, InvalidField
 from app.services.tenancy import credentials
 
@@ -36,15 +37,20 @@ def authenticate_request(req: Request, state) -> None:
     app = current_app._get_current_object()
     settings = app.config["SETTINGS"]
     pos_key = req.headers.get("X-Loyalty-Pos-Key")
+    operation = declared_operation(app, req.endpoint, req.method)
+    claim = claim_ahead(req, operation, app.extensions["engine"].dialect.name == "postgresql")
     holder = credentials.authenticate(request_session(), bearer_key(req),
-                                      pepper=settings.api_key_pepper, now=utcnow(),
-                                      pos_key=pos_key if _may_name_terminal(pos_key) else None)
+                                      pepper=settings.api_key_pepper,
+                                      now=utcnow() if claim is None else claim.now,
+                                      pos_key=pos_key if _may_name_terminal(pos_key) else None,
+                                      claim=claim)
     if holder is None:
         raise Unauthorized("the API key is not valid", code="invalid_api_key")
     state.principal = holder
     state.company_id = holder.company_id
+    if claim is not None:
+        state.claim = claim  # the idempotent view's (app/idempotency.py)
 
-    operation = declared_operation(app, req.endpoint, req.method)
     if operation is not None and operation.scope and operation.scope not in holder.scopes:
         raise Forbidden(f"this key lacks the scope {operation.scope}", code="insufficient_scope",
                         scope=operation.scope)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timedelta
-from functools import wraps
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache, wraps
 
 from flask import Request, Response, current_app, g, request
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import bindparam, cast, delete, exists, insert, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 
 from app.bodies import json_body, raw_body
@@ -43,7 +45,66 @@ _CLAIM = {name: conflict_insert(name, _RECORDS)
           .returning(_RECORDS.c.key)
           for name in ("postgresql", "sqlite")}
 _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_status_code"),
-                                                   response_body=bindparam("b_response_body"))
+                                                   response_body=bindparam("b_response_body"),
+                                                   fingerprint=bindparam("b_fingerprint"))
+
+
+# Taken with the key: on PostgreSQL an idempotent request's record is inserted by the request's
+# first statement, the key's lookup (app/auth.py), which saves the claim its own round trip.
+# The body is read only after the key's checks (CONTRACT §2), so the record is taken without
+# its fingerprint (NO_FINGERPRINT) and the completion writes it. No other request sees the
+# record in between: the completion commits with it, and an error rolls both back (no
+# operation that takes a key commits before its end).
+NO_FINGERPRINT = ""
+
+
+@dataclass
+class Claim:
+    """The record an idempotent request takes with its key's lookup; `claimed` is whether the
+    key was free (False: taken before, by a finished request or a running one)."""
+
+    operation: str
+    key: str
+    now: datetime
+    claimed: bool = False
+
+    def params(self) -> dict:
+        return {"c_operation": self.operation, "c_key": self.key,
+                "c_fingerprint": NO_FINGERPRINT, "c_now": self.now}
+
+    @staticmethod
+    @cache  # the lookups are built once (app/services/tenancy/credentials.py), so is this
+    def fold(lookup):
+        """`lookup` (the key holder's row, one at most) with the claim made for its company
+        when the key is valid: its columns, and `claimed`."""
+        holder = lookup.cte("holder")
+        record = select(holder.c.company_id,
+                        *(cast(bindparam(name, type_=column.type), column.type)
+                          for name, column in (("c_operation", _RECORDS.c.operation),
+                                               ("c_key", _RECORDS.c.key),
+                                               ("c_fingerprint", _RECORDS.c.fingerprint),
+                                               ("c_now", _RECORDS.c.created_at)))
+                        ).where(holder.c.revoked_at.is_(None))
+        claimed = (postgresql.insert(_RECORDS)
+                   .from_select(["company_id", "operation", "key", "fingerprint", "created_at"],
+                                record)
+                   .on_conflict_do_nothing(index_elements=[_RECORDS.c.company_id,
+                                                           _RECORDS.c.operation, _RECORDS.c.key])
+                   .returning(_RECORDS.c.key).cte("claimed"))
+        return select(holder, exists(select(claimed.c.key)).label("claimed"))
+
+
+def claim_ahead(req: Request, operation, postgresql_: bool) -> Claim | None:
+    """The claim to take with the key's lookup, when this request makes one there: an
+    operation that honours a key, sent one of a length it takes, on PostgreSQL. Otherwise the
+    wrapper below claims, as on SQLite, and answers what is wrong with the key."""
+    if not postgresql_ or operation is None or operation.idempotency is None:
+        return None
+    key = req.headers.get(HEADER)
+    low, high = operation.idempotency
+    if key is None or not low <= len(key) <= high or "\x00" in key:
+        return None
+    return Claim(f"{req.method} {req.url_rule.rule}", key, utcnow())
 
 
 def _key(req: Request, low: int, high: int, required: bool = True) -> str | None:
@@ -114,13 +175,16 @@ def idempotent(low: int, high: int, required: bool = True):
             company_id = g.company_id
             ident = {"b_company_id": company_id, "b_operation": operation, "b_key": key}
             ttl = timedelta(seconds=app.config["SETTINGS"].idempotency_ttl)
-            now = utcnow()
-
+            ahead = g.pop("claim", None)  # taken with the key's lookup (Claim), or not
+            now = utcnow() if ahead is None else ahead.now
             claim = {"company_id": company_id, "operation": operation, "key": key,
                      "fingerprint": expected, "status_code": None, "response_body": None,
                      "created_at": now}
-            # One statement on the usual path: the key is new and taken at once.
-            if work.run(_CLAIM[work.connection.dialect.name], claim).first() is None:
+            if ahead is not None:
+                claimed = ahead.claimed
+            else:  # one statement on the usual path: the key is new and taken at once
+                claimed = work.run(_CLAIM[work.connection.dialect.name], claim).first() is not None
+            if not claimed:
                 # Taken already: by a request that finished (its answer is replayed), by one
                 # still running (waited for, on PostgreSQL), or long ago (taken over).
                 record = work.run(_FIND, ident).first()
@@ -146,7 +210,7 @@ def idempotent(low: int, high: int, required: bool = True):
                 if session.new or session.dirty or session.deleted:
                     session.flush()
                 work.defer(_COMPLETE, {
-                    **ident, "b_status_code": response.status_code,
+                    **ident, "b_status_code": response.status_code, "b_fingerprint": expected,
                     "b_response_body": response.get_data(as_text=True)})
             return response
 

@@ -132,17 +132,23 @@ _TOUCH = update(ApiCredential).where(
 
 
 def authenticate(session: Session, key: str, *, pepper: str, now: datetime,
-                 pos_key: str | None = None) -> KeyHolder | None:
+                 pos_key: str | None = None, claim=None) -> KeyHolder | None:
     """The holder of a key, or None. One indexed lookup, which also finds the active terminal
-    `pos_key` names when one is given; a malformed key costs none."""
+    `pos_key` names when one is given; a malformed key costs none. `claim` (an idempotency
+    record to take for the key's company: app/idempotency.py's Claim) rides with it, and
+    learns whether it was taken."""
     if not keys.is_well_formed(key):
         return None
     digest = keys.key_digest(pepper, key)
     if pos_key is None:
-        row = UnitOfWork.of(session).run(_BY_DIGEST, {"digest": digest, "now": now}).first()
+        lookup, params = _BY_DIGEST, {"digest": digest, "now": now}
     else:
-        row = UnitOfWork.of(session).run(_BY_DIGEST_AT_REGISTER, {
-            "digest": digest, "now": now, "pos_key": pos_key}).first()
+        lookup, params = _BY_DIGEST_AT_REGISTER, {"digest": digest, "now": now, "pos_key": pos_key}
+    if claim is not None:
+        lookup, params = claim.fold(lookup), {**params, **claim.params()}
+    row = UnitOfWork.of(session).run(lookup, params).first()
+    if row is not None and claim is not None:
+        claim.claimed = row.claimed
     if row is None or row.revoked_at is not None:
         return None
     if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
