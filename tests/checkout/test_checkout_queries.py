@@ -51,16 +51,17 @@ STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 15, "ret
 # with the next statement (UnitOfWork.defer): one round trip carries them all. The request's
 # BEGIN travels with its first statement and its COMMIT with the last writes (the bracketed
 # ones); a request with nothing to write sends its COMMIT alone. The idempotency record is
-# taken by the key's lookup (app/idempotency.py: Claim).
+# taken by the key's lookup (app/idempotency.py: Claim), the session's move by the statement
+# that reads its context (statements.StateMove).
 #   open     key + record, checks, [session + record's answer]
-#   quote    key + record, context, flags, move, [quote + answer]
-#   hold     key + record, context, move, lock, [account + hold + event + answer]
-#   release  key + record, context, move, hold's end, lock, [account + event + answer]
-#   commit   key + record, context, move, capture, lock, lots, sale,
+#   quote    key + record, context + move, flags, [quote + answer]
+#   hold     key + record, context + move, lock, [account + hold + event + answer]
+#   release  key + record, context + move, hold's end, lock, [account + event + answer]
+#   commit   key + record, context + move, capture, lock, lots, sale,
 #            [lines + entries + lots + account + event + answer]
 #   return   key + record, sale lock, its lines, lock, lots, [the rest + answer]
 #   lookup   key, sale, lines, COMMIT
-ROUND_TRIPS = {"open": 3, "quote": 5, "hold": 5, "release": 6, "commit": 8, "return": 6,
+ROUND_TRIPS = {"open": 3, "quote": 4, "hold": 4, "release": 5, "commit": 7, "return": 6,
                "lookup": 4}
 
 

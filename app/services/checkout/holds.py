@@ -12,9 +12,10 @@ from sqlalchemy.orm import Session
 from app.models.base import new_id
 from app.models.checkout import ACTIVE, EXPIRED, HELD, OPEN
 from app.services.checkout.resources import HoldResource
-from app.services.checkout.sessions import (ATTEMPTS, hold_has_expired, read_context,
-                                            read_for_redemption)
-from app.services.checkout.statements import END_HOLD, EXPIRE_HOLD, HOLDS, SESSIONS, session_key
+from app.services.checkout.sessions import (ATTEMPTS, check_for_redemption, hold_has_expired,
+                                            read_and_move)
+from app.services.checkout.statements import (END_HOLD, EXPIRE_HOLD, HOLDS, SESSIONS,
+                                              session_key, state_move)
 from app.services.errors import Conflict, InvalidField
 from app.services.rewards import ledger
 from app.services.rewards.account import Account
@@ -24,10 +25,8 @@ from app.services.webhooks.outbox import record_event
 SESSION_EXPIRED_REASON = "checkout session expired"
 
 _KEY = session_key()
-_HELD = update(SESSIONS).where(
-    *_KEY, SESSIONS.c.state == bindparam("seen"),
-    SESSIONS.c.latest_quote_id == bindparam("quote_id")).values(state=HELD)
-_OPENED = update(SESSIONS).where(*_KEY, SESSIONS.c.state == HELD).values(state=OPEN)
+_HELD = state_move(SESSIONS.c.latest_quote_id == bindparam("quote_id"), state=HELD)
+_OPENED = state_move(SESSIONS.c.state == HELD, from_seen=False, state=OPEN)
 _EXPIRED = update(SESSIONS).where(*_KEY).values(state=EXPIRED)
 _INSERT_HOLD = insert(HOLDS)
 
@@ -74,7 +73,8 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
     account's row lock; the hold lasts the program's holdTtlSeconds."""
     work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
-        ctx = read_for_redemption(work, company_id, session_id, quote_id, now)
+        ctx, moved = read_and_move(work, _HELD, _key(company_id, session_id, quote_id=quote_id))
+        check_for_redemption(ctx, now)
         touched = hold_has_expired(ctx, now)
         if ctx.state == HELD and not touched:
             raise Conflict("the session already has an active hold", code="hold_already_active")
@@ -88,8 +88,7 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
         if not 0 < held <= ctx.quote_discount:
             raise InvalidField(["body", "amount"], "must be more than 0 and at most the quote's "
                                "discount", "value_error")
-        if work.run(_HELD, _key(company_id, session_id, seen=ctx.state,
-                                quote_id=quote_id)).rowcount:
+        if moved:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
@@ -130,10 +129,10 @@ def release_hold(session: Session, company_id: str, session_id: str, *, reason: 
     whose time ran out answers as EXPIRED."""
     work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
-        ctx = read_context(work, company_id, session_id)
+        ctx, moved = read_and_move(work, _OPENED, _key(company_id, session_id, quote_id=None))
         if ctx.state != HELD:
             raise Conflict(f"a release needs a HELD session; this one is {ctx.state}")
-        if work.run(_OPENED, _key(company_id, session_id)).rowcount:
+        if moved:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
@@ -154,7 +153,7 @@ def expire_holds(session: Session, now: datetime, limit: int = 200) -> int:
         row = work.run(EXPIRE_HOLD, _key(company_id, session_id, now=now)).first()
         if row is None:
             continue  # captured or released meanwhile
-        work.run(_OPENED, _key(company_id, session_id))
+        work.run(_OPENED.alone, _key(company_id, session_id))
         account = ledger.lock(work, company_id, locked.customer_id, now)
         ledger.unreserve(account, row.amount, now)
         record_event(session, company_id, "checkout.hold.expired", hold_resource(row).as_json())

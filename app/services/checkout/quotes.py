@@ -11,7 +11,7 @@ from app.services.checkout import pricing
 from app.services.checkout.holds import expire_touched_hold
 from app.services.checkout.resources import QuoteResource
 from app.services.checkout.sessions import (ATTEMPTS, check_not_expired, hold_has_expired,
-                                            is_stopped, read_context)
+                                            is_stopped, read_and_move)
 from app.services.checkout.statements import CATALOG_FLAGS, INSERT_QUOTE, QUOTED
 from app.services.errors import Conflict
 from app.services.program import matching
@@ -75,18 +75,18 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
     work = UnitOfWork.of(session)
     quote_id = new_id()
     for _ in range(ATTEMPTS):
-        ctx = read_context(work, company_id, session_id)
+        ctx, moved = read_and_move(work, QUOTED, {"company": company_id, "session_id": session_id,
+                                                  "quote_id": None, "new_quote_id": quote_id})
         check_not_expired(ctx, now)
         touched = hold_has_expired(ctx, now)
         if ctx.state != OPEN and not touched:
             raise Conflict(f"a quote needs an OPEN session; this one is {ctx.state}")
-        items = _catalog_items(work, company_id, ctx.store_id, lines)
-        if work.run(QUOTED, {"company": company_id, "session_id": session_id,
-                             "seen": ctx.state, "new_quote_id": quote_id}).rowcount:
+        if moved:
             break
     else:
         raise Conflict("the checkout session is changing; try again")
 
+    items = _catalog_items(work, company_id, ctx.store_id, lines)
     available, customer_spend = ctx.available, ctx.spend
     tier_list = tiers.from_stored(ctx.tiers)
     if _needs_lock(ctx, now, touched):

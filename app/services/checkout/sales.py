@@ -12,7 +12,7 @@ from app.models.checkout import COMMITTED, HELD, OPEN
 from app.services.checkout import pricing, receipts
 from app.services.checkout.holds import expire_touched_hold
 from app.services.checkout.resources import SaleLineResource, SaleResource
-from app.services.checkout.sessions import ATTEMPTS, read_for_redemption
+from app.services.checkout.sessions import ATTEMPTS, check_for_redemption, read_and_move
 from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSERT_SALE,
                                               INSERT_SALE_LINES, LINES_OF_SALE, SALE_BY_RECEIPT)
 from app.services.errors import Conflict, NotFound
@@ -29,7 +29,9 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     One sale per receipt, ever."""
     work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
-        ctx = read_for_redemption(work, company_id, session_id, quote_id, now)
+        ctx, moved = read_and_move(work, COMMITTED_MOVE, {
+            "company": company_id, "session_id": session_id, "quote_id": quote_id})
+        check_for_redemption(ctx, now)
         if ctx.state not in (OPEN, HELD):
             raise Conflict(f"a commit needs an OPEN or HELD session; this one is {ctx.state}")
         if ctx.latest_quote_id != quote_id:
@@ -37,8 +39,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         if ctx.sale_id is not None:
             raise Conflict("this receipt already has a committed sale",
                            code="receipt_already_committed")
-        if work.run(COMMITTED_MOVE, {"company": company_id, "session_id": session_id,
-                                     "seen": ctx.state, "quote_id": quote_id}).rowcount:
+        if moved:
             break
     else:
         raise Conflict("the checkout session is changing; try again")

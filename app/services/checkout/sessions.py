@@ -4,7 +4,9 @@ operation on it needs.
 Concurrency: an operation reads without locking, then moves the session's state with a
 conditional UPDATE (`WHERE state = <what it read>`), which takes the session's row lock and
 re-checks the state against the latest committed row; if another operation got there first
-the read is retried (ATTEMPTS).
+the read is retried (ATTEMPTS). On PostgreSQL the read and the move are one statement
+(statements.StateMove), so the move comes before the operation's checks of what it read: a
+check that fails raises, and the request's rollback takes the move back with the rest.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from app.models import Subscription
 from app.models.base import new_id
 from app.models.checkout import ACTIVE, HELD, OPEN
 from app.services.checkout.resources import CheckoutSessionResource
-from app.services.checkout.statements import CONTEXT, CREATION_CONTEXT, INSERT_SESSION
+from app.services.checkout.statements import (CONTEXT, CREATION_CONTEXT, INSERT_SESSION,
+                                              StateMove)
 from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
 from app.services.locations import stores
 from app.services.unit_of_work import UnitOfWork
@@ -27,25 +30,29 @@ ATTEMPTS = 3
 
 # Reading a session
 
-def read_context(work: UnitOfWork, company_id: str, session_id: str, quote_id: str | None = None):
-    ctx = work.run(CONTEXT, {"company": company_id, "session_id": session_id,
-                             "quote_id": quote_id}).first()
+def read_and_move(work: UnitOfWork, move: StateMove, params: dict):
+    """The session's context (CONTEXT, with the quote `params` name, if any) and whether
+    `move` moved the session from the state read; one round trip on PostgreSQL."""
+    if work.postgresql:
+        ctx = work.run(move.with_context, params).first()
+        moved = ctx is not None and ctx.moved
+    else:
+        ctx = work.run(CONTEXT, params).first()
+        moved = ctx is not None and bool(work.run(move.alone, {**params,
+                                                               "seen": ctx.state}).rowcount)
     if ctx is None:
         raise NotFound("checkout session")
-    return ctx
+    return ctx, moved
 
 
-def read_for_redemption(work: UnitOfWork, company_id: str, session_id: str, quote_id: str,
-                        now: datetime):
+def check_for_redemption(ctx, now: datetime) -> None:
     """The context of a hold or a commit: the quote must be the session's, and neither runs
     while the subscription is stopped."""
-    ctx = read_context(work, company_id, session_id, quote_id)
     if ctx.quote_id is None:
         raise NotFound("quote")
     if is_stopped(ctx, now):
         raise Forbidden("the subscription is stopped", code="subscription_inactive")
     check_not_expired(ctx, now)
-    return ctx
 
 
 def is_stopped(ctx, now: datetime) -> bool:

@@ -6,7 +6,9 @@ the state read. Lock order everywhere: checkout session row, then reward account
 """
 from __future__ import annotations
 
-from sqlalchemy import and_, bindparam, case, insert, select, update
+from dataclasses import dataclass
+
+from sqlalchemy import and_, bindparam, case, exists, insert, select, update
 
 from app.models import (Cashier, CatalogItem, CheckoutSession, Customer, Hold, Program, Quote,
                         RewardAccount, Sale, SaleLine, Store, Subscription, Terminal)
@@ -105,12 +107,31 @@ CATALOG_FLAGS = select(CATALOG.c.sku, CATALOG.c.redeemable, CATALOG.c.accruable,
     CATALOG.c.company_id == bindparam("company"), CATALOG.c.store_id == bindparam("store_id"),
     CATALOG.c.sku.in_(bindparam("skus", expanding=True)))
 
+@dataclass(frozen=True)
+class StateMove:
+    """A move of the session's state, which takes its row lock and succeeds only from the
+    state read: `alone`, the state read (`seen`) a parameter; `with_context`, the CONTEXT read
+    and the move in one statement (PostgreSQL's data-modifying WITH), `seen` the state that
+    statement's CONTEXT read, and `moved` in its row (sessions.read_and_move)."""
+
+    alone: object
+    with_context: object
+
+
+def state_move(*where, from_seen: bool = True, **values) -> StateMove:
+    def move(seen):
+        condition = (SESSIONS.c.state == seen,) if from_seen else ()
+        return update(SESSIONS).where(*session_key(), *condition, *where).values(**values)
+
+    context = CONTEXT.cte("context")
+    moved = move(select(context.c.state).scalar_subquery()).returning(SESSIONS.c.id).cte("moved")
+    return StateMove(move(bindparam("seen")),
+                     select(context, exists(select(moved.c.id)).label("moved")))
+
+
 # State moves: each takes the session's row lock and succeeds only from the state read.
-QUOTED = update(SESSIONS).where(*session_key(), SESSIONS.c.state == bindparam("seen")).values(
-    state=OPEN, latest_quote_id=bindparam("new_quote_id"))
-COMMITTED_MOVE = update(SESSIONS).where(
-    *session_key(), SESSIONS.c.state == bindparam("seen"),
-    SESSIONS.c.latest_quote_id == bindparam("quote_id")).values(state=COMMITTED)
+QUOTED = state_move(state=OPEN, latest_quote_id=bindparam("new_quote_id"))
+COMMITTED_MOVE = state_move(SESSIONS.c.latest_quote_id == bindparam("quote_id"), state=COMMITTED)
 
 _HOLD_RETURNING = (HOLDS.c.id, HOLDS.c.checkout_session_id, HOLDS.c.customer_id, HOLDS.c.amount,
                    HOLDS.c.state, HOLDS.c.expires_at, HOLDS.c.created_at, HOLDS.c.released_at)
