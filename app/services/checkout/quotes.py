@@ -38,14 +38,17 @@ def _restriction(ctx, now: datetime, available: int,
 _NOT_IN_CATALOG = (True, True, None)
 
 
-def _catalog_items(work: UnitOfWork, company_id: str, store_id: str | None,
-                   lines: list[dict]) -> dict[str, tuple[bool, bool, str | None]]:
-    """sku → (redeemable, accruable, category) of the store's catalog."""
-    skus = sorted({line["sku"] for line in lines if line.get("sku")})
-    if store_id is None or not skus:
+def _catalog_items(work: UnitOfWork, company_id: str, ctx,
+                   skus: list[str]) -> dict[str, tuple[bool, bool, str | None]]:
+    """sku → (redeemable, accruable, category) of the store's catalog: read with the context
+    on PostgreSQL (statements.QUOTED), here on SQLite."""
+    if ctx.store_id is None or not skus:
         return {}
-    rows = work.run(CATALOG_FLAGS, {"company": company_id, "store_id": store_id,
-                                    "skus": skus})
+    if work.postgresql:
+        rows = ctx.catalog or ()
+    else:
+        rows = work.run(CATALOG_FLAGS, {"company": company_id, "store_id": ctx.store_id,
+                                        "skus": skus})
     return {sku: (redeemable, accruable, category) for sku, redeemable, accruable, category in rows}
 
 
@@ -74,9 +77,11 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
     earns. A restricted redemption says why and still accrues."""
     work = UnitOfWork.of(session)
     quote_id = new_id()
+    skus = sorted({line["sku"] for line in lines if line.get("sku")})
     for _ in range(ATTEMPTS):
         ctx, moved = read_and_move(work, QUOTED, {"company": company_id, "session_id": session_id,
-                                                  "quote_id": None, "new_quote_id": quote_id})
+                                                  "quote_id": None, "new_quote_id": quote_id,
+                                                  "skus": skus})
         check_not_expired(ctx, now)
         touched = hold_has_expired(ctx, now)
         if ctx.state != OPEN and not touched:
@@ -86,7 +91,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
     else:
         raise Conflict("the checkout session is changing; try again")
 
-    items = _catalog_items(work, company_id, ctx.store_id, lines)
+    items = _catalog_items(work, company_id, ctx, skus)
     available, customer_spend = ctx.available, ctx.spend
     tier_list = tiers.from_stored(ctx.tiers)
     if _needs_lock(ctx, now, touched):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from datetime import datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
@@ -30,7 +31,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
         ctx, moved = read_and_move(work, COMMITTED_MOVE, {
-            "company": company_id, "session_id": session_id, "quote_id": quote_id})
+            "company": company_id, "session_id": session_id, "quote_id": quote_id, "now": now})
         check_for_redemption(ctx, now)
         if ctx.state not in (OPEN, HELD):
             raise Conflict(f"a commit needs an OPEN or HELD session; this one is {ctx.state}")
@@ -44,8 +45,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     else:
         raise Conflict("the checkout session is changing; try again")
 
-    key = {"company": company_id, "session_id": session_id, "now": now}
-    captured = work.run(CAPTURE_HOLD, key).first() if ctx.state == HELD else None
+    captured = _captured(work, ctx, {"company": company_id, "session_id": session_id, "now": now})
     account = ledger.lock(work, company_id, ctx.customer_id, now)
     if ctx.state == HELD and captured is None:  # its time ran out: released, not captured
         expire_touched_hold(work, company_id, session_id, account, now)
@@ -118,6 +118,18 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     spend.add_sale(account, sale_spend, now)
     spend.notice_move(session, account, tier_list, spend_before)
     return sale
+
+
+Captured = namedtuple("Captured", "id amount")
+
+
+def _captured(work: UnitOfWork, ctx, key: dict) -> Captured | None:
+    """The session's live hold, captured: by the move's own statement on PostgreSQL
+    (statements.COMMITTED_MOVE), after it on SQLite. None when it had none, or its time ran
+    out."""
+    if work.postgresql:
+        return None if ctx.captured_id is None else Captured(ctx.captured_id, ctx.captured_amount)
+    return work.run(CAPTURE_HOLD, key).first() if ctx.state == HELD else None
 
 
 # Sales

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import and_, bindparam, case, exists, insert, select, update
+from sqlalchemy import and_, bindparam, case, exists, func, insert, select, update
 
 from app.models import (Cashier, CatalogItem, CheckoutSession, Customer, Hold, Program, Quote,
                         RewardAccount, Sale, SaleLine, Store, Subscription, Terminal)
@@ -112,26 +112,38 @@ class StateMove:
     """A move of the session's state, which takes its row lock and succeeds only from the
     state read: `alone`, the state read (`seen`) a parameter; `with_context`, the CONTEXT read
     and the move in one statement (PostgreSQL's data-modifying WITH), `seen` the state that
-    statement's CONTEXT read, and `moved` in its row (sessions.read_and_move)."""
+    statement's CONTEXT read, and `moved` in its row (sessions.read_and_move), with whatever
+    more `also(context, moved)` gives it."""
 
     alone: object
     with_context: object
 
 
-def state_move(*where, from_seen: bool = True, **values) -> StateMove:
+def state_move(*where, from_seen: bool = True, also=None, **values) -> StateMove:
     def move(seen):
         condition = (SESSIONS.c.state == seen,) if from_seen else ()
         return update(SESSIONS).where(*session_key(), *condition, *where).values(**values)
 
     context = CONTEXT.cte("context")
     moved = move(select(context.c.state).scalar_subquery()).returning(SESSIONS.c.id).cte("moved")
+    more = also(context, moved) if also else ()
     return StateMove(move(bindparam("seen")),
-                     select(context, exists(select(moved.c.id)).label("moved")))
+                     select(context, exists(select(moved.c.id)).label("moved"), *more))
+
+
+def _catalog_flags(context, moved):
+    """The quote's lines in the session's store's catalog, as CATALOG_FLAGS reads them: a
+    JSON list of [sku, redeemable, accruable, category], NULL when none is there."""
+    rows = (select(func.json_agg(func.json_build_array(*CATALOG_FLAGS.selected_columns)))
+            .where(CATALOG.c.company_id == bindparam("company"),
+                   CATALOG.c.store_id == context.c.store_id,
+                   CATALOG.c.sku.in_(bindparam("skus", expanding=True))))
+    return (rows.scalar_subquery().label("catalog"),)
 
 
 # State moves: each takes the session's row lock and succeeds only from the state read.
-QUOTED = state_move(state=OPEN, latest_quote_id=bindparam("new_quote_id"))
-COMMITTED_MOVE = state_move(SESSIONS.c.latest_quote_id == bindparam("quote_id"), state=COMMITTED)
+# The quote's, on PostgreSQL with its lines' catalog flags.
+QUOTED = state_move(also=_catalog_flags, state=OPEN, latest_quote_id=bindparam("new_quote_id"))
 
 _HOLD_RETURNING = (HOLDS.c.id, HOLDS.c.checkout_session_id, HOLDS.c.customer_id, HOLDS.c.amount,
                    HOLDS.c.state, HOLDS.c.expires_at, HOLDS.c.created_at, HOLDS.c.released_at)
@@ -141,6 +153,23 @@ _ACTIVE_HOLD_OF_SESSION = (HOLDS.c.company_id == bindparam("company"),
 CAPTURE_HOLD = (update(HOLDS)
                 .where(*_ACTIVE_HOLD_OF_SESSION, HOLDS.c.expires_at > bindparam("now"))
                 .values(state=CAPTURED).returning(*_HOLD_RETURNING))
+
+
+def _capture_once_moved(context, moved):
+    """The commit's capture of the session's live hold, in its move's statement once it moved
+    (the session's row lock before the hold's, as everywhere): `captured_id` and
+    `captured_amount`, NULL when there was none."""
+    captured = (update(HOLDS)
+                .where(*_ACTIVE_HOLD_OF_SESSION, HOLDS.c.expires_at > bindparam("now"),
+                       exists(select(moved.c.id)))
+                .values(state=CAPTURED).returning(HOLDS.c.id, HOLDS.c.amount).cte("captured"))
+    return (select(captured.c.id).scalar_subquery().label("captured_id"),
+            select(captured.c.amount).scalar_subquery().label("captured_amount"))
+
+
+# The commit's move; on PostgreSQL with the capture of its hold.
+COMMITTED_MOVE = state_move(SESSIONS.c.latest_quote_id == bindparam("quote_id"),
+                            also=_capture_once_moved, state=COMMITTED)
 # Ends the session's active hold: EXPIRED if its time is up, else RELEASED.
 END_HOLD = (update(HOLDS).where(*_ACTIVE_HOLD_OF_SESSION)
             .values(state=case((HOLDS.c.expires_at <= bindparam("now"), EXPIRED), else_=RELEASED),
