@@ -52,17 +52,17 @@ STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 15, "ret
 # BEGIN travels with its first statement and its COMMIT with the last writes (the bracketed
 # ones); a request with nothing to write sends its COMMIT alone. The idempotency record is
 # taken by the key's lookup (app/idempotency.py: Claim), the session's move by the statement
-# that reads its context (statements.StateMove), with the quote's catalog flags and the
-# commit's capture of the hold.
+# that reads its context (statements.StateMove), with the quote's catalog flags, the commit's
+# capture of the hold and the account's lock of a hold or a commit.
 #   open     key + record, checks, [session + record's answer]
 #   quote    key + record, context + move + flags, [quote + answer]
-#   hold     key + record, context + move, lock, [account + hold + event + answer]
+#   hold     key + record, context + move + lock, [account + hold + event + answer]
 #   release  key + record, context + move, hold's end, lock, [account + event + answer]
-#   commit   key + record, context + move + capture, lock, lots, sale,
+#   commit   key + record, context + move + capture + lock, lots, sale,
 #            [lines + entries + lots + account + event + answer]
 #   return   key + record, sale lock, its lines, lock, lots, [the rest + answer]
 #   lookup   key, sale, lines, COMMIT
-ROUND_TRIPS = {"open": 3, "quote": 3, "hold": 4, "release": 5, "commit": 6, "return": 6,
+ROUND_TRIPS = {"open": 3, "quote": 3, "hold": 3, "release": 5, "commit": 5, "return": 6,
                "lookup": 4}
 
 

@@ -34,7 +34,8 @@ def _window_changes_before_the_lock(app, shop, monkeypatch, window_days: int) ->
     committed: the register read the program before it."""
     lock = ledger.lock
 
-    def change_then_lock(work, company_id, customer_id, now):
+    def change_then_lock(work, company_id, customer_id, now, locked=None):
+        assert locked is None, "locked by the read's own statement: no moment between them"
         monkeypatch.setattr(ledger, "lock", lock)
         _change_window(app, shop, window_days)
         return lock(work, company_id, customer_id, now)
@@ -62,7 +63,9 @@ def test_a_commit_that_read_a_shorter_window_counts_over_the_longer_one(app, sho
     session = register.open(customer)
     quote = register.quote(session["id"], [line("1", "100.00")])
 
-    _window_changes_before_the_lock(app, shop, monkeypatch, 365)
+    # The commit reads the session's context, moves it and locks the account in one statement
+    # (statements.COMMITTED_MOVE): the change can only come before it, after the quote.
+    _change_window(app, shop, 365)
     sale = register.commit(session["id"], quote["id"])
     # Over 365 days the old sale counts: Silver's 6 % on this one, and both in the spend.
     assert (sale["lines"][0]["accrualPercent"], sale["accrued"]) == ("6.00", "6.00")

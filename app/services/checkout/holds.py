@@ -13,9 +13,9 @@ from app.models.base import new_id
 from app.models.checkout import ACTIVE, EXPIRED, HELD, OPEN
 from app.services.checkout.resources import HoldResource
 from app.services.checkout.sessions import (ATTEMPTS, check_for_redemption, hold_has_expired,
-                                            read_and_move)
+                                            locked_account, read_and_move)
 from app.services.checkout.statements import (END_HOLD, EXPIRE_HOLD, HOLDS, SESSIONS,
-                                              session_key, state_move)
+                                              lock_once_moved, session_key, state_move)
 from app.services.errors import Conflict, InvalidField
 from app.services.rewards import ledger
 from app.services.rewards.account import Account
@@ -25,7 +25,8 @@ from app.services.webhooks.outbox import record_event
 SESSION_EXPIRED_REASON = "checkout session expired"
 
 _KEY = session_key()
-_HELD = state_move(SESSIONS.c.latest_quote_id == bindparam("quote_id"), state=HELD)
+_HELD = state_move(SESSIONS.c.latest_quote_id == bindparam("quote_id"), also=lock_once_moved,
+                   state=HELD)
 _OPENED = state_move(SESSIONS.c.state == HELD, from_seen=False, state=OPEN)
 _EXPIRED = update(SESSIONS).where(*_KEY).values(state=EXPIRED)
 _INSERT_HOLD = insert(HOLDS)
@@ -93,7 +94,7 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
     else:
         raise Conflict("the checkout session is changing; try again")
 
-    account = ledger.lock(work, company_id, ctx.customer_id, now)
+    account = ledger.lock(work, company_id, ctx.customer_id, now, locked_account(work, ctx))
     if touched:
         expire_touched_hold(work, company_id, session_id, account, now)
     ledger.reserve(account, held, now)

@@ -13,7 +13,8 @@ from app.models.checkout import COMMITTED, HELD, OPEN
 from app.services.checkout import pricing, receipts
 from app.services.checkout.holds import expire_touched_hold
 from app.services.checkout.resources import SaleLineResource, SaleResource
-from app.services.checkout.sessions import ATTEMPTS, check_for_redemption, read_and_move
+from app.services.checkout.sessions import (ATTEMPTS, check_for_redemption, locked_account,
+                                            read_and_move)
 from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSERT_SALE,
                                               INSERT_SALE_LINES, LINES_OF_SALE, SALE_BY_RECEIPT)
 from app.services.errors import Conflict, NotFound
@@ -46,7 +47,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         raise Conflict("the checkout session is changing; try again")
 
     captured = _captured(work, ctx, {"company": company_id, "session_id": session_id, "now": now})
-    account = ledger.lock(work, company_id, ctx.customer_id, now)
+    account = ledger.lock(work, company_id, ctx.customer_id, now, locked_account(work, ctx))
     if ctx.state == HELD and captured is None:  # its time ran out: released, not captured
         expire_touched_hold(work, company_id, session_id, account, now)
     redeemed = captured.amount if captured is not None else 0

@@ -22,6 +22,7 @@ from app.services.checkout.statements import (CONTEXT, CREATION_CONTEXT, INSERT_
                                               StateMove)
 from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
 from app.services.locations import stores
+from app.services.rewards.account import LOCKED_COLUMNS
 from app.services.unit_of_work import UnitOfWork
 
 # A conditional update that finds the state moved re-reads; more than this is a storm.
@@ -43,6 +44,14 @@ def read_and_move(work: UnitOfWork, move: StateMove, params: dict):
     if ctx is None:
         raise NotFound("checkout session")
     return ctx, moved
+
+
+def locked_account(work: UnitOfWork, ctx):
+    """The row of LOCKED_COLUMNS the move's statement locked (statements.lock_once_moved,
+    PostgreSQL), for ledger.lock; None where the lock is ledger.lock's own."""
+    if not work.postgresql or ctx.locked_company_id is None:
+        return None
+    return ctx[-len(LOCKED_COLUMNS):]
 
 
 def check_for_redemption(ctx, now: datetime) -> None:

@@ -13,6 +13,7 @@ from sqlalchemy import and_, bindparam, case, exists, func, insert, select, upda
 from app.models import (Cashier, CatalogItem, CheckoutSession, Customer, Hold, Program, Quote,
                         RewardAccount, Sale, SaleLine, Store, Subscription, Terminal)
 from app.models.checkout import ACTIVE, CAPTURED, COMMITTED, EXPIRED, OPEN, RELEASED
+from app.services.rewards.account import LOCKED_COLUMNS
 
 
 SESSIONS, QUOTES, HOLDS = CheckoutSession.__table__, Quote.__table__, Hold.__table__
@@ -155,6 +156,21 @@ CAPTURE_HOLD = (update(HOLDS)
                 .values(state=CAPTURED).returning(*_HOLD_RETURNING))
 
 
+def lock_once_moved(context, moved):
+    """The session's customer's account under its row lock, in the move's statement once it
+    moved (after the session's row lock, as everywhere): LOCKED_COLUMNS, each named `locked_`
+    and its name, last in the row (sessions.locked_account). A row lock taken in a statement
+    returns the row's latest version, as LOCK's own does; whatever else is read under the lock
+    (the lots) is read by statements after it."""
+    locked = (select(*LOCKED_COLUMNS)
+              .where(_ACCOUNTS.c.company_id == bindparam("company"),
+                     _ACCOUNTS.c.customer_id == select(context.c.customer_id).scalar_subquery(),
+                     exists(select(moved.c.id)))
+              .with_for_update(of=_ACCOUNTS).cte("locked"))
+    return tuple(select(column).scalar_subquery().label(f"locked_{column.name}")
+                 for column in locked.c)
+
+
 def _capture_once_moved(context, moved):
     """The commit's capture of the session's live hold, in its move's statement once it moved
     (the session's row lock before the hold's, as everywhere): `captured_id` and
@@ -167,9 +183,11 @@ def _capture_once_moved(context, moved):
             select(captured.c.amount).scalar_subquery().label("captured_amount"))
 
 
-# The commit's move; on PostgreSQL with the capture of its hold.
-COMMITTED_MOVE = state_move(SESSIONS.c.latest_quote_id == bindparam("quote_id"),
-                            also=_capture_once_moved, state=COMMITTED)
+# The commit's move; on PostgreSQL with the capture of its hold, then its account's lock.
+COMMITTED_MOVE = state_move(
+    SESSIONS.c.latest_quote_id == bindparam("quote_id"), state=COMMITTED,
+    also=lambda context, moved: (*_capture_once_moved(context, moved),
+                                 *lock_once_moved(context, moved)))
 # Ends the session's active hold: EXPIRED if its time is up, else RELEASED.
 END_HOLD = (update(HOLDS).where(*_ACTIVE_HOLD_OF_SESSION)
             .values(state=case((HOLDS.c.expires_at <= bindparam("now"), EXPIRED), else_=RELEASED),

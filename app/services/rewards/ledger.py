@@ -74,14 +74,17 @@ def open_account(work: UnitOfWork, company_id: str, customer_id: str, now: datet
     return account
 
 
-def lock(work: UnitOfWork, company_id: str, customer_id: str, now: datetime) -> Account:
+def lock(work: UnitOfWork, company_id: str, customer_id: str, now: datetime,
+         locked=None) -> Account:
     """The account under its row lock (FOR UPDATE on PostgreSQL; SQLite's write transaction
     is already exclusive), with whatever has come due matured and expired, and a birthday
-    bonus due today credited. Locked once per transaction: again, it is the same object."""
+    bonus due today credited. Locked once per transaction: again, it is the same object.
+    `locked`: its row of LOCKED_COLUMNS, when the caller's own statement took the lock."""
     account = work.accounts.get((company_id, customer_id))
     if account is not None:
         return account
-    row = work.run(LOCK, {"company_id": company_id, "customer_id": customer_id}).first()
+    row = locked or work.run(LOCK, {"company_id": company_id,
+                                    "customer_id": customer_id}).first()
     if row is None:
         raise NotFound("customer")
     account = adopt(work, row)
