@@ -9,7 +9,7 @@ from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from app.db import database_unavailable
-from app.services.errors import DomainError, InvalidField, RateLimited
+from app.services.errors import DomainError, InvalidField, RateLimited, conflict_at_commit
 
 log = logging.getLogger("app.errors")
 
@@ -101,7 +101,11 @@ def unexpected_error_response(error: Exception):
 
 def database_error_response(error: DBAPIError):
     """The database away (a restart, a failover): 503, and the register tries again in a
-    second. The transaction was rolled back, so nothing was changed (CONTRACT §16)."""
+    second. The transaction was rolled back, so nothing was changed (CONTRACT §16). A unique
+    violation a deferred write found at the commit answers its Conflict."""
+    conflict = conflict_at_commit(error)
+    if conflict is not None:
+        return domain_error_response(conflict)
     if not database_unavailable(error):
         return unexpected_error_response(error)
     route = request.url_rule.rule if request.url_rule else "(no route)"  # paths carry tokens

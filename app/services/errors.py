@@ -55,3 +55,24 @@ class InvalidField(DomainError):
         super().__init__(msg)
         self.loc = loc
         self.type = type_
+
+
+# A write deferred to the commit (UnitOfWork.defer) finds its unique violation there, not at its
+# own statement: the constraints whose violation is a Conflict of the domain, registered by the
+# service that defers the write, answer as that statement's caller would have (app/errors.py).
+_CONFLICT_OF_CONSTRAINT: dict = {}  # constraint's name → the Conflict's maker
+
+
+def conflict_of_constraint(constraint: str):
+    """Register the decorated maker of a Conflict as what a violation of `constraint` means."""
+    def register(make):
+        _CONFLICT_OF_CONSTRAINT[constraint] = make
+        return make
+    return register
+
+
+def conflict_at_commit(error: Exception) -> Conflict | None:
+    """The registered Conflict a database error (SQLAlchemy's, from psycopg2) means, if any."""
+    diag = getattr(getattr(error, "orig", None), "diag", None)
+    make = _CONFLICT_OF_CONSTRAINT.get(getattr(diag, "constraint_name", None) or "")
+    return None if make is None else make()

@@ -9,7 +9,8 @@ Everything off that path uses the ORM session as usual; this object shares its t
 - `run(statement, params)` sends the deferred writes and then `statement`; rows come back as
   named tuples of the driver's values (times are UTC: app/utc_timestamps.py).
 - `defer(statement, params)` queues a write that no caller waits on (no rows, no count, no
-  error it would catch).
+  error it would catch: a unique violation that means a Conflict is registered as one,
+  `app/services/errors.py`).
 - `ledger.lock` puts an account here (once per transaction: a second lock of the same account
   is the same object); `ledger.post`, `reserve`, `unreserve` change it in memory.
 - `write_out()` queues every account changed since it was last written, with its new entries.
@@ -78,7 +79,8 @@ class UnitOfWork:
 
     def defer(self, statement, params: dict | list[dict]) -> None:
         """A write nothing waits on (a list of rows: one statement for them all), sent with
-        the transaction's next statement."""
+        the transaction's next statement. A unique violation that means a Conflict is
+        answered as one where it surfaces (app/services/errors.py: conflict_of_constraint)."""
         self.deferred.append((statement, params))
 
     def send(self) -> None:

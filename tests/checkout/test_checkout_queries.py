@@ -58,11 +58,11 @@ STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 15, "ret
 #   quote    key + record, context + move + flags, [quote + answer]
 #   hold     key + record, context + move + lock, [account + hold + event + answer]
 #   release  key + record, context + move, hold's end, lock, [account + event + answer]
-#   commit   key + record, context + move + capture + lock, lots, sale,
-#            [lines + entries + lots + account + event + answer]
+#   commit   key + record, context + move + capture + lock, lots,
+#            [sale + lines + entries + lots + account + event + answer]
 #   return   key + record, sale lock, its lines, lock, lots, [the rest + answer]
 #   lookup   key, sale, lines, COMMIT
-ROUND_TRIPS = {"open": 3, "quote": 3, "hold": 3, "release": 5, "commit": 5, "return": 6,
+ROUND_TRIPS = {"open": 3, "quote": 3, "hold": 3, "release": 5, "commit": 4, "return": 6,
                "lookup": 4}
 
 

@@ -17,12 +17,19 @@ from app.services.checkout.sessions import (ATTEMPTS, check_for_redemption, lock
                                             read_and_move)
 from app.services.checkout.statements import (CAPTURE_HOLD, COMMITTED_MOVE, INSERT_SALE,
                                               INSERT_SALE_LINES, LINES_OF_SALE, SALE_BY_RECEIPT)
-from app.services.errors import Conflict, NotFound
+from app.services.errors import Conflict, NotFound, conflict_of_constraint
 from app.services.rewards import bounds, ledger, lots, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 
 # Commit
+
+@conflict_of_constraint("uq_sales_company_id_external_receipt_id")
+def receipt_committed() -> Conflict:
+    """One sale per receipt, ever: found by the context's read, or by the receipt's unique
+    constraint."""
+    return Conflict("this receipt already has a committed sale", code="receipt_already_committed")
+
 
 def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id: str,
                 now: datetime) -> SaleResource:
@@ -39,8 +46,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         if ctx.latest_quote_id != quote_id:
             raise Conflict("commit the session's latest quote")
         if ctx.sale_id is not None:
-            raise Conflict("this receipt already has a committed sale",
-                           code="receipt_already_committed")
+            raise receipt_committed()
         if moved:
             break
     else:
@@ -95,19 +101,23 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
                                      p.discount, p.accrual, 0, p.accrual_bp, p.campaign_id)
                     for line, p in zip(lines, priced.lines)),
         receipt_text=tuple(text), committed_at=now)
-    try:
-        work.run(INSERT_SALE, {
-            "company_id": company_id, "id": sale_id, "checkout_session_id": session_id,
-            "external_receipt_id": sale.external_receipt_id, "customer_id": sale.customer_id,
-            "quote_id": quote_id, "state": COMMITTED, "total_amount": sale.total_amount,
-            "redeemed": redeemed, "accrued": sale.accrued,
-            "accrual_available_at": accrual_available_at, "committed_at": now,
-            "redemption_expires_at": redemption_expires_at,
-            "receipt_text": json.dumps(text, ensure_ascii=False), "created_at": now,
-            "spend": sale_spend})
-    except IntegrityError:  # another session of the same receipt committed first
-        raise Conflict("this receipt already has a committed sale",
-                       code="receipt_already_committed") from None
+    row = {"company_id": company_id, "id": sale_id, "checkout_session_id": session_id,
+           "external_receipt_id": sale.external_receipt_id, "customer_id": sale.customer_id,
+           "quote_id": quote_id, "state": COMMITTED, "total_amount": sale.total_amount,
+           "redeemed": redeemed, "accrued": sale.accrued,
+           "accrual_available_at": accrual_available_at, "committed_at": now,
+           "redemption_expires_at": redemption_expires_at,
+           "receipt_text": json.dumps(text, ensure_ascii=False), "created_at": now,
+           "spend": sale_spend}
+    if work.postgresql:
+        # Another session of the same receipt that committed first fails this at the commit,
+        # where the receipt's unique constraint answers receipt_committed (errors.py).
+        work.defer(INSERT_SALE, row)
+    else:
+        try:
+            work.run(INSERT_SALE, row)
+        except IntegrityError:
+            raise receipt_committed() from None
     work.defer(INSERT_SALE_LINES, [
         {"company_id": company_id, "sale_id": sale_id, "line_id": line["lineId"],
          "position": position, "sku": line["sku"], "name": line["name"],
