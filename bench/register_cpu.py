@@ -102,7 +102,9 @@ LAYERS = (  # the first that a sampled stack passes through names its layer (inn
     ("metrics", ("prometheus_client", "app/metrics.py")),
     # The unit of work's statements, SQLAlchemy's session and psycopg2 (a C call is sampled
     # in the Python frame that made it).
-    ("statement execution in the driver", ("psycopg2", "sqlalchemy", "unit_of_work.py")),
+    ("statement execution in the driver", ("psycopg2", "sqlalchemy", "unit_of_work.py",
+                                           "driver_statements.py", "sql_literals.py",
+                                           "text_transactions.py", "utc_timestamps.py")),
     ("JSON encoding", ("json/encoder", "json/__init__.py:dumps", "orjson")),
     ("JSON decoding", ("json/decoder", "json/__init__.py:loads", "app/bodies.py")),
     ("response building", ("app/api/base.py:json_response", "resources.py:as_json",
