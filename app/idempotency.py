@@ -98,7 +98,8 @@ def claim_ahead(req: Request, operation, postgresql_: bool) -> Claim | None:
     """The claim to take with the key's lookup, when this request makes one there: an
     operation that honours a key, sent one of a length it takes, on PostgreSQL. Otherwise the
     wrapper below claims, as on SQLite, and answers what is wrong with the key."""
-    if not postgresql_ or operation is None or operation.idempotency is None:
+    if (not postgresql_ or operation is None or operation.idempotency is None
+            or operation.key_refused is not None):
         return None
     key = req.headers.get(HEADER)
     low, high = operation.idempotency
