@@ -172,13 +172,10 @@ def lock_once_moved(context, moved):
 
 
 def _capture_once_moved(context, moved):
-    """The commit's capture of the session's live hold, in its move's statement once it moved
-    (the session's row lock before the hold's, as everywhere): `captured_id` and
-    `captured_amount`, NULL when there was none."""
-    captured = (update(HOLDS)
-                .where(*_ACTIVE_HOLD_OF_SESSION, HOLDS.c.expires_at > bindparam("now"),
-                       exists(select(moved.c.id)))
-                .values(state=CAPTURED).returning(HOLDS.c.id, HOLDS.c.amount).cte("captured"))
+    """The commit's CAPTURE_HOLD in its move's statement, once it moved (the session's row
+    lock before the hold's, as everywhere): `captured_id` and `captured_amount`, NULL when
+    there was none."""
+    captured = CAPTURE_HOLD.where(exists(select(moved.c.id))).cte("captured")
     return (select(captured.c.id).scalar_subquery().label("captured_id"),
             select(captured.c.amount).scalar_subquery().label("captured_amount"))
 
