@@ -11,6 +11,7 @@ check that fails raises, and the request's rollback takes the move back with the
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from sqlalchemy.orm import Session
 
@@ -19,14 +20,14 @@ from app.models.base import new_id
 from app.models.checkout import ACTIVE, HELD, OPEN
 from app.services.checkout.resources import CheckoutSessionResource
 from app.services.checkout.statements import (CONTEXT, CREATION_CONTEXT, INSERT_SESSION,
-                                              StateMove)
+                                              LOCKED_NAMES, StateMove)
 from app.services.errors import Conflict, Forbidden, InvalidField, NotFound
 from app.services.locations import stores
-from app.services.rewards.account import LOCKED_COLUMNS
 from app.services.unit_of_work import UnitOfWork
 
 # A conditional update that finds the state moved re-reads; more than this is a storm.
 ATTEMPTS = 3
+_LOCKED_ROW = attrgetter(*LOCKED_NAMES)  # the locked account's values, in LOCK's order
 
 
 # Reading a session
@@ -51,7 +52,7 @@ def locked_account(work: UnitOfWork, ctx):
     PostgreSQL), for ledger.lock; None where the lock is ledger.lock's own."""
     if not work.postgresql or ctx.locked_company_id is None:
         return None
-    return ctx[-len(LOCKED_COLUMNS):]
+    return _LOCKED_ROW(ctx)
 
 
 def check_for_redemption(ctx, now: datetime) -> None:

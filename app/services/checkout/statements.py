@@ -156,10 +156,13 @@ CAPTURE_HOLD = (update(HOLDS)
                 .values(state=CAPTURED).returning(*_HOLD_RETURNING))
 
 
+LOCKED_NAMES = tuple(f"locked_{column.name}" for column in LOCKED_COLUMNS)
+
+
 def lock_once_moved(context, moved):
     """The session's customer's account under its row lock, in the move's statement once it
-    moved (after the session's row lock, as everywhere): LOCKED_COLUMNS, each named `locked_`
-    and its name, last in the row (sessions.locked_account). A row lock taken in a statement
+    moved (after the session's row lock, as everywhere): LOCKED_COLUMNS, each named as in
+    LOCKED_NAMES (sessions.locked_account reads them back). A row lock taken in a statement
     returns the row's latest version, as LOCK's own does; whatever else is read under the lock
     (the lots) is read by statements after it."""
     locked = (select(*LOCKED_COLUMNS)
@@ -167,8 +170,8 @@ def lock_once_moved(context, moved):
                      _ACCOUNTS.c.customer_id == select(context.c.customer_id).scalar_subquery(),
                      exists(select(moved.c.id)))
               .with_for_update(of=_ACCOUNTS).cte("locked"))
-    return tuple(select(column).scalar_subquery().label(f"locked_{column.name}")
-                 for column in locked.c)
+    return tuple(select(column).scalar_subquery().label(name)
+                 for column, name in zip(locked.c, LOCKED_NAMES))
 
 
 def _capture_once_moved(context, moved):
