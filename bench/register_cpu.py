@@ -8,7 +8,9 @@ on PostgreSQL and other processes' queueing.
 
 Each tree's answers to one scripted checkout are compared byte for byte (ids, times and the
 request id masked; header names, their order and every other byte kept): `same answers`.
-`--profile N` instead samples where N checkouts of this tree spend their CPU, by layer.
+`--profile N` instead samples where N checkouts of this tree spend their CPU, by layer;
+`--classify-workers DIR` sorts by the same layers the samples bench/worker_sampler.py took of
+gunicorn's workers under bench/checkout.py (gunicorn's own part of a request included).
 `--instructions N` instead counts the machine instructions N checkouts of each tree execute in
 its process (valgrind's callgrind, switched on for those checkouts alone): the same count run
 after run whatever else the machine does, so a change of half a percent shows, where process
@@ -169,20 +171,40 @@ _PY_SPY_FRAME = re.compile(r"^(.*) \((.*?)(?::\d+)?\)$")
 
 def classify(files: list[str]) -> dict:
     """py-spy's samples of the served requests, by layer: share of the CPU samples."""
-    from collections import Counter
+    return _shares(_stacks(files), lambda stack: any("handle_request" in f for f in stack),
+                   "WSGI and Flask", waiting=WAITING)
 
-    samples: Counter = Counter()
+
+def classify_workers(directory: str) -> dict:
+    """bench/worker_sampler.py's samples of gunicorn's workers, by layer: what a worker spends
+    once it serves (its loop: waiting, accepting, parsing, the app, writing, closing; not its
+    loading the app), gunicorn's own part a layer of its own."""
+    return _shares(_stacks(sorted(str(p) for p in Path(directory).glob("*.txt"))),
+                   lambda stack: any(f.endswith("gunicorn/workers/sync.py:run") for f in stack),
+                   "gunicorn (waiting, accepting, parsing, the WSGI environ, writing, closing)")
+
+
+def _stacks(files: list[str]):
+    """(stack, count) of collapsed samples, innermost frame first, as "file:function"."""
     for name in files:
         for line in Path(name).read_text().splitlines():
             frames, _, count = line.rpartition(" ")
-            stack = [f"{m[2]}:{m[1]}" if (m := _PY_SPY_FRAME.match(f)) else f
-                     for f in reversed(frames.split(";"))]
-            if not any("handle_request" in f for f in stack):
-                continue  # gunicorn waiting for a connection, not serving one
-            if any(stack[0].startswith(place) for place in WAITING):
-                samples["waiting for PostgreSQL (or psycopg2's C code)"] += int(count)
-                continue
-            samples[_layer(stack, "WSGI and Flask")] += int(count)
+            if count.isdigit():  # a line that is not a sample is passed over
+                yield ([f"{m[2]}:{m[1]}" if (m := _PY_SPY_FRAME.match(f)) else f
+                        for f in reversed(frames.split(";"))], int(count))
+
+
+def _shares(stacks, served, outside: str, waiting: tuple[str, ...] = ()) -> dict:
+    from collections import Counter
+
+    samples: Counter = Counter()
+    for stack, count in stacks:
+        if not served(stack):
+            continue  # not serving (py-spy: waiting for a connection; the sampler: booting)
+        if any(stack[0].startswith(place) for place in waiting):
+            samples["waiting for PostgreSQL (or psycopg2's C code)"] += count
+            continue
+        samples[_layer(stack, outside)] += count
     total = sum(samples.values())
     return {"samples": total,
             "share": {layer: f"{n * 100 / total:.1f} %" for layer, n in samples.most_common()}}
@@ -235,6 +257,9 @@ def main() -> None:
     parser.add_argument("--classify", nargs="+", metavar="RAW",
                         help="instead: py-spy's raw (collapsed) samples of gunicorn's workers, "
                              "by layer (py-spy record -p WORKER -f raw --nonblocking)")
+    parser.add_argument("--classify-workers", metavar="DIR",
+                        help="instead: bench/worker_sampler.py's samples of gunicorn's "
+                             "workers, by layer")
     parser.add_argument("--log-level", default="INFO",
                         help="the app's LOG_LEVEL (INFO, as served by default: a JSON line "
                              "a request, written to /dev/null here)")
@@ -244,6 +269,8 @@ def main() -> None:
         return _child(*args.child)
     if args.classify:
         return print(json.dumps(classify(args.classify), indent=1))
+    if args.classify_workers:
+        return print(json.dumps(classify_workers(args.classify_workers), indent=1))
 
     from checkout import seed  # also puts the repository on sys.path
     from harness import bench_database
