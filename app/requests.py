@@ -8,6 +8,7 @@ import time
 import uuid
 
 from flask import Flask, Request, Response, current_app, g, request
+from flask.sessions import NullSession, SessionInterface
 from werkzeug.exceptions import NotFound as NoRoute
 from werkzeug.routing import RequestRedirect
 
@@ -48,6 +49,8 @@ def _refuse_nul(req: Request) -> None:
     route; body schemas refuse it field by field."""
     if "\x00" in req.path:
         raise NotFound()
+    if not req.query_string:  # the register's requests: no query to parse into `args`
+        return
     for name, value in req.args.items(multi=True):
         if "\x00" in value or "\x00" in name:
             raise InvalidField(["query", name], "must not contain the NUL character", "string_nul")
@@ -109,7 +112,22 @@ def _client(req: Request) -> str | None:
                           settings.forwarded_allow_ips)
 
 
+class NoSessions(SessionInterface):
+    """The API keeps no cookie session: each request gets the one null session made here,
+    where Flask's own interface looks for a signing key and makes a new one every request.
+    A null session refuses every write, so one can serve them all."""
+
+    _null = NullSession()
+
+    def open_session(self, app: Flask, request: Request) -> NullSession:
+        return self._null
+
+    def save_session(self, app: Flask, session, response: Response) -> None:
+        pass
+
+
 def register_request_hooks(app: Flask) -> None:
+    app.session_interface = NoSessions()
     app.before_request(_begin)
     app.after_request(_finish)
     app.teardown_request(_teardown)
