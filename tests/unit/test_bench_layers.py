@@ -1,0 +1,81 @@
+"""The profile's layers (bench/register_cpu.py) and the workers' sampler (bench/worker_sampler.py)
+that docs/performance.md's tables come from: a module put in the wrong layer once made the
+driver's cost read as the service's."""
+import importlib.util
+import signal
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+register_cpu = _load("register_cpu")
+
+SITE = "/srv/.venv/lib/python3.11/site-packages"
+SERVING = [f"run ({SITE}/gunicorn/workers/sync.py)", f"handle ({SITE}/gunicorn/workers/sync.py)"]
+IN_FLASK = SERVING + [f"handle_request ({SITE}/gunicorn/workers/sync.py)",
+                      f"wsgi_app ({SITE}/flask/app.py)"]
+
+
+def _samples(directory: Path, stacks: dict[str, int]) -> Path:
+    directory.mkdir()
+    (directory / "101.txt").write_text("".join(f"{s} {n}\n" for s, n in stacks.items()))
+    return directory
+
+
+def test_the_workers_samples_by_layer_gunicorns_own_loop_a_layer_of_its_own(tmp_path):
+    stacks = {
+        ";".join(IN_FLASK + ["execute (/srv/app/services/driver_statements.py)"]): 5,
+        ";".join(IN_FLASK + ["quote_receipt (/srv/app/services/checkout/quotes.py)"]): 3,
+        # Accepting comes before `handle`: gunicorn's own all the same.
+        ";".join([f"run ({SITE}/gunicorn/workers/sync.py)",
+                  f"accept ({SITE}/gunicorn/workers/sync.py)", "accept (/usr/lib/socket.py)"]): 1,
+        ";".join(SERVING + [f"parse ({SITE}/gunicorn/http/message.py)"]): 1,
+        # The worker loading the app before it serves: not a request's.
+        f"init_process ({SITE}/gunicorn/workers/base.py);load_wsgi (/srv/wsgi.py)": 40,
+    }
+    shares = register_cpu.classify_workers(str(_samples(tmp_path / "s", stacks)))
+    assert shares["samples"] == 10
+    assert shares["share"] == {
+        "statement execution in the driver": "50.0 %",
+        "the service": "30.0 %",
+        "gunicorn (waiting, accepting, parsing, the WSGI environ, writing, closing)": "20.0 %"}
+
+
+def test_py_spys_samples_count_only_what_serves_a_request(tmp_path):
+    served = ";".join(f"SyncWorker.{f} ({SITE}/gunicorn/workers/sync.py:1)"
+                      for f in ("run", "handle", "handle_request"))
+    raw = tmp_path / "raw.txt"
+    raw.write_text(f"{served};Flask.wsgi_app ({SITE}/flask/app.py:9);"
+                   f"dumps ({SITE}/../json/encoder.py:3) 4\n"
+                   f"SyncWorker.run ({SITE}/gunicorn/workers/sync.py:1);"
+                   f"select (<built-in>) 9\n")
+    assert register_cpu.classify([str(raw)]) == {"samples": 4,
+                                                 "share": {"JSON encoding": "100.0 %"}}
+
+
+def test_the_sampler_writes_what_the_classifier_reads(tmp_path, monkeypatch):
+    sampler = _load("worker_sampler")
+    monkeypatch.setenv("WORKER_SAMPLES", str(tmp_path / "samples"))
+    previous = signal.getsignal(signal.SIGPROF)
+    try:
+        sampler.post_fork(None, None)
+        spent = time.process_time() + 0.05
+        while time.process_time() < spent:  # CPU for the timer to sample
+            sum(range(1000))
+        sampler.worker_exit(None, None)
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, previous)
+    [written] = (tmp_path / "samples").glob("*.txt")
+    stacks = list(register_cpu._stacks([str(written)]))
+    assert sum(count for _, count in stacks) >= 10
+    here = f"{__file__}:test_the_sampler_writes_what_the_classifier_reads"
+    assert any(here in stack for stack, _ in stacks)
