@@ -19,8 +19,8 @@ API_BLUEPRINTS = (
 
 class LoyaltyApp(Flask):
     """Flask, asking once per function whether it is a coroutine function. Flask asks again at
-    every call of a hook, a view or an error handler (seven a register's request, some 0.4 % of
-    its CPU), and none of ours is one; one that were would still run as Flask runs it."""
+    every call of a hook, a view or an error handler (seven a register's request, some 0.3 % of
+    its instructions), and none of ours is one; one that were would still run as Flask runs it."""
 
     def ensure_sync(self, func):
         target = getattr(func, "__func__", func)  # a view's method: its function, made once
