@@ -4,7 +4,8 @@ from __future__ import annotations
 from functools import lru_cache
 from inspect import iscoroutinefunction
 
-from flask import Flask
+from flask import Flask, Request, Response
+from flask.sessions import NullSession, SessionInterface
 
 from app.config import INSTANCE_DIR, Settings
 
@@ -17,13 +18,32 @@ API_BLUEPRINTS = (
 )
 
 
+class NoSessions(SessionInterface):
+    """The API keeps no cookie session: each request gets the one null session made here,
+    where Flask's own interface looks for a signing key and makes a new one every request.
+    A null session refuses every write, so one can serve them all."""
+
+    _null = NullSession()
+
+    def open_session(self, app: Flask, request: Request) -> NullSession:
+        return self._null
+
+    def save_session(self, app: Flask, session, response: Response) -> None:
+        pass
+
+
 class LoyaltyApp(Flask):
-    """Flask, asking once per function whether it is a coroutine function. Flask asks again at
-    every call of a hook, a view or an error handler (seven a register's request, some 0.3 % of
-    its instructions), and none of ours is one; one that were would still run as Flask runs it."""
+    """Flask as the API runs it, without two things it did every request for nothing: making
+    a cookie session, and asking whether each hook, view and error handler it calls (seven a
+    register's request) is a coroutine function. None of ours is; one that were would still
+    run as Flask runs it. The answers are kept per function (a view's method by its function),
+    at most 1,024 of them: every function asked is a module's own here, and a closure handed to
+    `after_this_request` would be kept until pushed out."""
+
+    session_interface = NoSessions()
 
     def ensure_sync(self, func):
-        target = getattr(func, "__func__", func)  # a view's method: its function, made once
+        target = getattr(func, "__func__", func)
         try:
             coroutine = _is_coroutine_function(target)
         except TypeError:  # a callable that cannot be a key: asked each time, as Flask does

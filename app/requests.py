@@ -8,7 +8,6 @@ import time
 import uuid
 
 from flask import Flask, Request, Response, current_app, g, request
-from flask.sessions import NullSession, SessionInterface
 from werkzeug.exceptions import NotFound as NoRoute
 from werkzeug.routing import RequestRedirect
 
@@ -112,22 +111,7 @@ def _client(req: Request) -> str | None:
                           settings.forwarded_allow_ips)
 
 
-class NoSessions(SessionInterface):
-    """The API keeps no cookie session: each request gets the one null session made here,
-    where Flask's own interface looks for a signing key and makes a new one every request.
-    A null session refuses every write, so one can serve them all."""
-
-    _null = NullSession()
-
-    def open_session(self, app: Flask, request: Request) -> NullSession:
-        return self._null
-
-    def save_session(self, app: Flask, session, response: Response) -> None:
-        pass
-
-
 def register_request_hooks(app: Flask) -> None:
-    app.session_interface = NoSessions()
     app.before_request(_begin)
     app.after_request(_finish)
     app.teardown_request(_teardown)
