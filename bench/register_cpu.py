@@ -189,9 +189,8 @@ def _stacks(files: list[str]):
     for name in files:
         for line in Path(name).read_text().splitlines():
             frames, _, count = line.rpartition(" ")
-            if count.isdigit():  # a line that is not a sample is passed over
-                yield ([f"{m[2]}:{m[1]}" if (m := _PY_SPY_FRAME.match(f)) else f
-                        for f in reversed(frames.split(";"))], int(count))
+            yield ([f"{m[2]}:{m[1]}" if (m := _PY_SPY_FRAME.match(f)) else f
+                    for f in reversed(frames.split(";"))], int(count))
 
 
 def _shares(stacks, served, outside: str, waiting: tuple[str, ...] = ()) -> dict:
