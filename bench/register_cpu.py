@@ -187,7 +187,9 @@ def classify_workers(directory: str) -> dict:
 def _stacks(files: list[str]):
     """(stack, count) of collapsed samples, innermost frame first, as "file:function"."""
     for name in files:
-        for line in Path(name).read_text().splitlines():
+        # Only "\n" ends a sample: a frame's text may hold another of the line breaks that
+        # splitlines() and text mode's newlines cut at.
+        for line in filter(None, Path(name).read_bytes().decode().split("\n")):
             frames, _, count = line.rpartition(" ")
             yield ([f"{m[2]}:{m[1]}" if (m := _PY_SPY_FRAME.match(f)) else f
                     for f in reversed(frames.split(";"))], int(count))
