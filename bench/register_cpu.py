@@ -16,10 +16,15 @@ its process (valgrind's callgrind, switched on for those checkouts alone): the s
 after run whatever else the machine does, so a change of half a percent shows, where process
 time resolves about 2 % (kernel work on the process's behalf, a system call's inside, is not
 counted).
+`--served` sends the checkouts over HTTP to each tree's gunicorn instead, started as the
+Procfile's `web` line with one worker, one connection a request as a register makes them, and
+counts that worker's CPU (or, with `--instructions`, its instructions): gunicorn's own part of
+a request is in the figure, the client's is not.
 """
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import re
 import statistics
@@ -41,26 +46,36 @@ LINES = [  # bench/checkout.py's receipt
      "amount": "49.99"},
 ]
 _MASKED = re.compile(  # the balance, ids, keys, moments: what differs between two checkouts
-    rb'balance: +[0-9.]+|[0-9a-f]{32}|[0-9A-Za-z_-]{20,}|\d{4}-\d\d-\d\dT[0-9:.]+Z')
+    rb'balance: +[0-9.]+|[0-9a-f]{32}|[0-9A-Za-z_-]{20,}|\d{4}-\d\d-\d\dT[0-9:.]+Z'
+    rb'|\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT')  # the Date header, served
 
 
 # One tree's side: a process serving checkouts on request
 
 def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: str,
-           log_level: str) -> None:
-    sys.path.insert(0, tree)
-    from app import create_app
-    from app.config import Settings
+           log_level: str, served: str = "") -> None:
+    """Checkouts through the Flask test client in this process, or, with `served` ("port
+    worker-pid"), through HTTP to a gunicorn worker, whose CPU is then the one counted."""
+    headers = {"Authorization": f"Bearer {key}", "X-Loyalty-Pos-Key": pos_key,
+               "Content-Type": "application/json"}
+    if served:
+        port, worker = map(int, served.split())
+        send, app = _http(port), None
+        cpu_ms = lambda: _cpu_ns(worker) / 1e6  # noqa: E731
+    else:
+        sys.path.insert(0, tree)
+        from app import create_app
+        from app.config import Settings
 
-    app = create_app(Settings(database_url=url, api_key_pepper="bench-pepper",
-                              log_level=log_level, development=False, api_rate_limit=None))
-    client = app.test_client()
-    headers = {"Authorization": f"Bearer {key}", "X-Loyalty-Pos-Key": pos_key}
+        app = create_app(Settings(database_url=url, api_key_pepper="bench-pepper",
+                                  log_level=log_level, development=False, api_rate_limit=None))
+        client = app.test_client()
+        send = lambda path, data, headers: client.post(path, data=data, headers=headers)  # noqa
+        cpu_ms = lambda: time.process_time() * 1000  # noqa: E731
 
     def post(path, body, answers=None):
-        response = client.post(path, data=json.dumps(body, ensure_ascii=False).encode(),
-                               content_type="application/json",
-                               headers={**headers, "Idempotency-Key": uuid.uuid4().hex})
+        response = send(path, json.dumps(body, ensure_ascii=False).encode(),
+                        {**headers, "Idempotency-Key": uuid.uuid4().hex})
         assert response.status_code in (200, 201), response.get_data()
         if answers is not None:
             answers.append(_masked(response))
@@ -82,14 +97,46 @@ def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: 
             checkout(answers)
             print(json.dumps(answers), flush=True)
         elif what == "run":
-            cpu, wall = time.process_time(), time.perf_counter()
+            cpu, wall = cpu_ms(), time.perf_counter()
             for _ in range(int(count)):
                 checkout()
-            print(json.dumps([(time.process_time() - cpu) * 1000 / int(count),
+            print(json.dumps([(cpu_ms() - cpu) / int(count),
                               (time.perf_counter() - wall) * 1000 / int(count)]), flush=True)
         elif what == "profile":
             print(json.dumps(_profile(checkout, int(count))), flush=True)
-    app.extensions["engine"].dispose()
+    if app is not None:
+        app.extensions["engine"].dispose()
+
+
+class _Answer:
+    """An HTTP answer as the test client's: status, headers, body."""
+
+    def __init__(self, response: http.client.HTTPResponse):
+        self.status_code = response.status
+        self.status = f"{response.status} {response.reason}"
+        self.headers = response.headers
+        self.body = response.read()
+
+    def get_data(self) -> bytes:
+        return self.body
+
+
+def _http(port: int):
+    """A register's POST, one connection each, as gunicorn's sync worker serves them."""
+    def send(path: str, data: bytes, headers: dict) -> _Answer:
+        connection = http.client.HTTPConnection("127.0.0.1", port)
+        try:
+            connection.request("POST", path, body=data, headers=headers)
+            return _Answer(connection.getresponse())
+        finally:
+            connection.close()
+    return send
+
+
+def _cpu_ns(pid: int) -> int:
+    """The CPU a process has used, all its threads (the scheduler's count: nanoseconds)."""
+    return sum(int((task / "schedstat").read_text().split()[0])
+               for task in Path(f"/proc/{pid}/task").iterdir())
 
 
 def _masked(response) -> str:
@@ -219,27 +266,47 @@ CALLGRIND = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--quiet",
              "--callgrind-out-file=/dev/null"]
 
 
-def _instructions(children: dict, ask, count: int) -> dict:
-    """Each tree's instructions per checkout over `count` checkouts (after the warm-up)."""
+def _instructions(counted: dict, ask, count: int) -> dict:
+    """Each tree's instructions per checkout over `count` checkouts (after the warm-up), in
+    the process `counted` names for it (its own, or its gunicorn worker)."""
 
     def control(pid: int, *options: str) -> str:
         return subprocess.run(["callgrind_control", *options, str(pid)], check=True,
                               capture_output=True, text=True).stdout
 
     figures = {}
-    for name, child in children.items():
-        control(child.pid, "--instr=on")
-        control(child.pid, "--zero")
+    for name, pid in counted.items():
+        control(pid, "--instr=on")
+        control(pid, "--zero")
         ask(name, f"run {count}")
-        counted = control(child.pid, "-e", "Ir")  # read while counting is on
-        control(child.pid, "--instr=off")
-        total = sum(int(n.replace(",", "")) for n in re.findall(r"Th +\d+ +([\d,]+)", counted))
+        read = control(pid, "-e", "Ir")  # read while counting is on
+        control(pid, "--instr=off")
+        total = sum(int(n.replace(",", "")) for n in re.findall(r"Th +\d+ +([\d,]+)", read))
         figures[name] = {"instructions_per_checkout": total // count}
     if "baseline" in figures:
         change = (figures["this"]["instructions_per_checkout"]
                   / figures["baseline"]["instructions_per_checkout"] - 1)
         figures["change"] = f"{change * 100:+.2f} %"
     return figures
+
+
+# Served: a tree's gunicorn as the Procfile starts it, with one worker
+
+def _serve(tree: str, env: dict, instructions: bool):
+    """The tree's `web` line (gunicorn --config python:app.serving) with one worker, under
+    callgrind for `instructions` (its forked worker counted, counting off until asked):
+    the server process, its port and its worker's pid."""
+    from harness import _free_port, wait_until_serving
+
+    port = _free_port()
+    server = subprocess.Popen(
+        ([*CALLGRIND, "--trace-children=yes"] if instructions else [])
+        + [sys.executable, "-m", "gunicorn", "--config", "python:app.serving", "wsgi:app"],
+        cwd=tree, env={**env, "PORT": str(port), "WEB_CONCURRENCY": "1"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until_serving(port, timeout=600 if instructions else 30)
+    workers = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    return server, port, int(workers[0])
 
 
 # The sitting: seed once, then the trees take turns
@@ -264,7 +331,10 @@ def main() -> None:
     parser.add_argument("--log-level", default="INFO",
                         help="the app's LOG_LEVEL (INFO, as served by default: a JSON line "
                              "a request, written to /dev/null here)")
-    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS)
+    parser.add_argument("--served", action="store_true",
+                        help="through HTTP to each tree's gunicorn (the Procfile's web line, one "
+                             "worker), counting the worker's CPU: gunicorn's part included")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return _child(*args.child)
@@ -274,20 +344,27 @@ def main() -> None:
         return print(json.dumps(classify_workers(args.classify_workers), indent=1))
 
     from checkout import seed  # also puts the repository on sys.path
-    from harness import bench_database
+    from harness import bench_database, environment
 
     trees = {"this": args.tree} | ({"baseline": args.baseline} if args.baseline else {})
     with bench_database() as url:
         # Register 0 is the floor's (bench/floor.py captured a checkout and a return on it):
         # the trees take the next ones, alike.
         shop = seed(url, registers=len(trees) + 1, extra_customers=1000, history=0)
-        children = {}
+        children, servers, counted = {}, [], {}
         for (name, tree), register in zip(trees.items(), shop.registers[1:]):
+            served = []
+            if args.served:
+                server, port, worker = _serve(tree, environment(url, LOG_LEVEL=args.log_level),
+                                              args.instructions)
+                servers.append(server)
+                served, counted[name] = [f"{port} {worker}"], worker
             children[name] = subprocess.Popen(
-                (CALLGRIND if args.instructions else [])
+                (CALLGRIND if args.instructions and not args.served else [])
                 + [sys.executable, __file__, "--child", tree, url, shop.key, register.pos_key,
-                 register.customer_id, register.cashier_id, args.log_level], cwd=tree,
+                 register.customer_id, register.cashier_id, args.log_level, *served], cwd=tree,
                 text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            counted.setdefault(name, children[name].pid)
 
         def ask(name: str, command: str):
             children[name].stdin.write(command + "\n")
@@ -301,7 +378,7 @@ def main() -> None:
             for name in trees:
                 ask(name, "run 100")  # warm up: plans, caches
             if args.instructions:
-                return print(json.dumps(_instructions(children, ask, args.instructions),
+                return print(json.dumps(_instructions(counted, ask, args.instructions),
                                         indent=1))
             if args.profile:
                 for name in trees:
@@ -320,6 +397,9 @@ def main() -> None:
             for child in children.values():
                 child.stdin.close()
                 child.wait(timeout=30)
+            for server in servers:
+                server.terminate()
+                server.wait(timeout=60)
     report = {name: {"cpu_ms_best": round(min(c for c, _ in rows), 3),
                      "cpu_ms_median": round(statistics.median(c for c, _ in rows), 3),
                      "wall_ms_median": round(statistics.median(w for _, w in rows), 3)}
