@@ -26,6 +26,7 @@ import os
 import re
 import socket
 import struct
+import time
 
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
@@ -40,6 +41,8 @@ _DROP_EVERY_PACKET = struct.pack("HBBI", 0x06, 0, 0, 0)
 
 
 class WebWorker(SyncWorker):
+    _notified = float("-inf")  # when the arbiter's heartbeat was last given (notify)
+
     def handle_error(self, req, client, addr, exc):
         if isinstance(exc, ParseException):
             exc = _told_by_name(exc)
@@ -49,8 +52,18 @@ class WebWorker(SyncWorker):
         super().handle_error(req, client, addr, exc)
 
     def run(self):
+        self.cfg = SettledConfig(self.cfg)
         super().run()
         self.answer_what_is_queued()
+
+    def notify(self):
+        # The arbiter's heartbeat: a file's time set, a system call, before each connection
+        # the sync worker takes. The arbiter looks for one within `timeout` (30 s): once a
+        # second is as good.
+        now = time.monotonic()
+        if now - self._notified >= 1:
+            super().notify()
+            self._notified = now
 
     def answer_what_is_queued(self) -> None:
         for listener in self.sockets:
@@ -66,6 +79,21 @@ class WebWorker(SyncWorker):
                     if error.errno != errno.ECONNABORTED:  # that one gone: take the next
                         raise
             listener.close()
+
+
+class SettledConfig:
+    """gunicorn's settings as a worker reads them once it serves: each looked up once, then
+    kept. gunicorn's Config answers every read of a setting through `__getattr__` and the
+    setting's `get()`, some thirty times a request; a serving worker's settings do not change
+    (a reload starts new workers with new ones)."""
+
+    def __init__(self, config):
+        self._config = config
+
+    def __getattr__(self, name):
+        value = getattr(self._config, name)
+        setattr(self, name, value)
+        return value
 
 
 def _instance_stopping(listener) -> bool:

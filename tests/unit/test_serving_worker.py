@@ -1,11 +1,16 @@
-"""The web worker's graceful stop (app/serving_worker.py): once the whole instance stops, the
-listening socket completes no new connection, while those already queued are answered."""
+"""The web worker (app/serving_worker.py): its graceful stop (once the whole instance stops, the
+listening socket completes no new connection, while those already queued are answered), its
+settings read once and its heartbeat given once a second."""
 from __future__ import annotations
 
 import os
 import socket
 
-from app.serving_worker import _instance_stopping, _take_no_new_connections
+from gunicorn.config import Config
+
+from app import serving_worker
+from app.serving_worker import (SettledConfig, WebWorker, _instance_stopping,
+                                _take_no_new_connections)
 
 
 def test_a_filtered_listener_completes_no_new_connection_and_keeps_those_queued():
@@ -42,3 +47,48 @@ def test_the_instance_stops_only_when_the_master_holds_no_copy_of_the_socket():
     # This process's own parent holds no copy, as gunicorn's master after it closed its own.
     assert _instance_stopping(listener)
     listener.close()
+
+
+class CountingConfig(Config):
+    reads = 0
+
+    def __getattr__(self, name):
+        CountingConfig.reads += 1
+        return super().__getattr__(name)
+
+
+def test_a_serving_worker_reads_each_setting_of_gunicorn_once():
+    config = CountingConfig()
+    config.set("limit_request_line", 2048)
+    hook, ssl = config.pre_request, config.is_ssl
+    settled = SettledConfig(config)
+    assert settled.limit_request_line == 2048
+    assert settled.pre_request is hook  # a hook is a setting like the others
+    assert settled.is_ssl == ssl  # one of Config's properties
+    before = CountingConfig.reads
+    for _ in range(3):
+        assert settled.limit_request_line == 2048
+        assert settled.pre_request is hook
+    assert CountingConfig.reads == before
+
+
+class Heartbeat:
+    given = 0
+
+    def notify(self):
+        self.given += 1
+
+
+def test_the_arbiters_heartbeat_is_given_at_most_once_a_second(monkeypatch):
+    worker = WebWorker.__new__(WebWorker)  # no sockets, no app: only its heartbeat is asked
+    worker.tmp = Heartbeat()
+    now = [1000.0]
+    monkeypatch.setattr(serving_worker.time, "monotonic", lambda: now[0])
+    worker.notify()
+    for _ in range(5):
+        now[0] += 0.1
+        worker.notify()
+    assert worker.tmp.given == 1
+    now[0] += 0.6  # a second after the first
+    worker.notify()
+    assert worker.tmp.given == 2
