@@ -21,7 +21,9 @@ graceful_timeout = 30
 control_socket_disable = True
 # gunicorn's own lines (start, workers booting and dying) as JSON through the app's formatter, on
 # the handler the app's loggers use too. No access log: the app logs each request once, by route
-# template, where gunicorn's line would carry the raw path (card tokens, gift-card codes).
+# template, where gunicorn's line would carry the raw path (card tokens, gift-card codes); its
+# logger class does not build one either.
+logger_class = "app.serving_worker.ServingLog"
 logconfig_dict = {
     "root": {"level": "INFO", "handlers": ["json"]},
     "loggers": {

@@ -1,4 +1,9 @@
-"""The web's gunicorn worker (app.serving): gunicorn's sync worker, which
+"""The web's gunicorn worker and logger (app.serving). The logger is gunicorn's, building no
+access log line (ServingLog); the worker is gunicorn's sync worker, which
+
+- reads gunicorn's settings once, as it starts serving, and gives the arbiter its heartbeat
+  once a second rather than before each connection (SettledConfig, WebWorker.notify): both
+  were paid on every request;
 
 - tells of a request it cannot parse by the error's name and the request's method, never the
   rest of the line or a header. gunicorn's own warning ("Invalid request from ip=…: Invalid
@@ -28,6 +33,7 @@ import socket
 import struct
 import time
 
+from gunicorn.glogging import Logger
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
 from gunicorn.workers.sync import SyncWorker
@@ -94,6 +100,16 @@ class SettledConfig:
         value = getattr(self._config, name)
         setattr(self, name, value)
         return value
+
+
+class ServingLog(Logger):
+    """gunicorn's logger, without its access log: the app logs each request once, by route
+    template, where gunicorn's line would carry the raw path (app/serving.py). gunicorn would
+    otherwise build each request's log fields (every header and environ entry, escaped) for a
+    logger that drops them."""
+
+    def access(self, resp, req, environ, request_time):
+        pass
 
 
 def _instance_stopping(listener) -> bool:

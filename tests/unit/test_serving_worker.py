@@ -1,6 +1,6 @@
 """The web worker (app/serving_worker.py): its graceful stop (once the whole instance stops, the
 listening socket completes no new connection, while those already queued are answered), its
-settings read once and its heartbeat given once a second."""
+settings read once and its heartbeat given once a second; its logger builds no access line."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import socket
 from gunicorn.config import Config
 
 from app import serving_worker
-from app.serving_worker import (SettledConfig, WebWorker, _instance_stopping,
+from app.serving_worker import (ServingLog, SettledConfig, WebWorker, _instance_stopping,
                                 _take_no_new_connections)
 
 
@@ -92,3 +92,15 @@ def test_the_arbiters_heartbeat_is_given_at_most_once_a_second(monkeypatch):
     now[0] += 0.6  # a second after the first
     worker.notify()
     assert worker.tmp.given == 2
+
+
+def test_the_logger_builds_no_access_line_even_where_gunicorn_would():
+    from app import serving
+
+    config = Config()
+    config.set("logconfig_dict", serving.logconfig_dict)  # as served: gunicorn would log access
+    config.set("logger_class", serving.logger_class)
+    assert config.logger_class is ServingLog
+    log = ServingLog(config)
+    assert log.access_log_enabled  # gunicorn's own test: it would build the line's fields...
+    log.access(None, None, None, 0)  # ...from a response, request and environ, none given here
