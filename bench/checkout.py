@@ -1,5 +1,6 @@
 """Whole checkouts at the register, from concurrent registers, against gunicorn (4 sync
-workers) + PostgreSQL, beside the raw-SQL floor measured in the same run.
+workers, the Procfile's web line: app/serving.py) + PostgreSQL, beside the raw-SQL floor
+measured in the same run.
 
 A checkout is: open a session → quote 4 lines → hold → commit; every 10th also returns a
 line. Each register has its own terminal (pos key), cashier and customer; the hot variant

@@ -93,17 +93,22 @@ def wait_until_serving(port: int, timeout: float = 30) -> None:
 
 
 @contextmanager
-def gunicorn(database_url: str, workers: int = 4, worker_class: str = "sync", **env):
-    with gunicorn_process(database_url, workers, worker_class, **env) as (port, _):
+def gunicorn(database_url: str, workers: int = 4, **env):
+    with gunicorn_process(database_url, workers, **env) as (port, _):
         yield port
 
 
 @contextmanager
-def gunicorn_process(database_url: str, workers: int = 4, worker_class: str = "sync", **env):
-    """As `gunicorn`, yielding the master process too (its children are the workers)."""
+def gunicorn_process(database_url: str, workers: int = 4, **env):
+    """As `gunicorn`, yielding the master process too (its children are the workers).
+
+    The Procfile's web line (its worker, logger and metrics across workers: app/serving.py)
+    on a port of its own with `workers` workers; BENCH_GUNICORN_CONFIG names another config
+    file that builds on it (bench/worker_sampler.py)."""
     port = _free_port()
-    command = [sys.executable, "-m", "gunicorn", "wsgi:app", "-b", f"127.0.0.1:{port}",
-               "-w", str(workers), "-k", worker_class, "--log-level", "warning"]
+    config = os.environ.get("BENCH_GUNICORN_CONFIG", "python:app.serving")
+    command = [sys.executable, "-m", "gunicorn", "--config", config, "wsgi:app",
+               "-b", f"127.0.0.1:{port}", "-w", str(workers), "--log-level", "warning"]
     process = subprocess.Popen(command, cwd=ROOT, env=environment(database_url, **env),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -1,12 +1,12 @@
 """A gunicorn config that samples each worker's stack on a timer of its own CPU time, for
 where a served checkout's CPU goes, gunicorn's part of it included:
 
-    WORKER_SAMPLES=/tmp/samples GUNICORN_CMD_ARGS="--config bench/worker_sampler.py" \\
+    WORKER_SAMPLES=/tmp/samples BENCH_GUNICORN_CONFIG=bench/worker_sampler.py \\
         .venv/bin/python bench/checkout.py --registers 16 --skip floor,hot,paused --seconds 30
     .venv/bin/python bench/register_cpu.py --classify-workers /tmp/samples
 
-The bench's gunicorn takes its options from the command line, the rest from this file (named
-by GUNICORN_CMD_ARGS). Each worker writes its stacks, outermost frame first, one line per stack
+The bench's gunicorn takes its options from the command line, the rest from this file: the
+Procfile's settings (app/serving.py) and the sampler's hooks. Each worker writes its stacks, outermost frame first, one line per stack
 with its count, to WORKER_SAMPLES/<pid>.txt when it exits. py-spy samples a worker from outside
 and counts a wait inside a C call (psycopg2's for PostgreSQL) as running; this timer runs only
 while the process uses the CPU, so waits are left out and the C work of a call, the kernel's
@@ -14,6 +14,8 @@ included, is counted in the Python frame that made it."""
 import os
 import signal
 from collections import Counter
+
+from app.serving import *  # noqa: F401,F403  (the Procfile's settings and hooks)
 
 _samples: Counter = Counter()
 INTERVAL = 0.001  # seconds of the worker's CPU between samples
