@@ -63,6 +63,9 @@ def test_py_spys_samples_count_only_what_serves_a_request(tmp_path):
 
 
 def test_the_sampler_writes_what_the_classifier_reads(tmp_path, monkeypatch):
+    # The sampler builds on the Procfile's settings, which would otherwise make a metrics
+    # directory of their own and name it in this process's environment for every later test.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "metrics"))
     sampler = _load("worker_sampler")
     monkeypatch.setenv("WORKER_SAMPLES", str(tmp_path / "samples"))
     previous = signal.getsignal(signal.SIGPROF)
