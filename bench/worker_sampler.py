@@ -6,11 +6,12 @@ where a served checkout's CPU goes, gunicorn's part of it included:
     .venv/bin/python bench/register_cpu.py --classify-workers /tmp/samples
 
 The bench's gunicorn takes its options from the command line, the rest from this file: the
-Procfile's settings (app/serving.py) and the sampler's hooks. Each worker writes its stacks, outermost frame first, one line per stack
-with its count, to WORKER_SAMPLES/<pid>.txt when it exits. py-spy samples a worker from outside
-and counts a wait inside a C call (psycopg2's for PostgreSQL) as running; this timer runs only
-while the process uses the CPU, so waits are left out and the C work of a call, the kernel's
-included, is counted in the Python frame that made it."""
+Procfile's settings (app/serving.py) and the sampler's hooks. Each worker writes its stacks,
+outermost frame first, one line per stack with its count, to WORKER_SAMPLES/<pid>.txt when it
+exits. py-spy samples a worker from outside and counts a wait inside a C call (psycopg2's for
+PostgreSQL) as running; this timer runs only while the process uses the CPU, so waits are left
+out and the C work of a call, the kernel's included, is counted in the Python frame that made
+it."""
 import os
 import signal
 from collections import Counter
