@@ -8,7 +8,8 @@ shares 5 customers among all registers (their account rows are the contended loc
 
 Reports
   (a) checkouts/s with 16 and 64 registers without pauses, own and hot customers, beside the
-      floor: the same statements (captured from the app) replayed through bare psycopg2;
+      floor: the same statements (captured from the app) replayed through bare psycopg2; with
+      --turns N, each in N turns of the floor and the app taking turns;
   (b) p50/p99 of each operation with 16 registers pausing 50 ms between steps;
   each phase with the CPU that PostgreSQL, gunicorn's workers and the registers spent a
   checkout (bench/machine_cpu.py): steadier than the rates on a shared machine.
@@ -43,7 +44,7 @@ from harness import PEPPER, bench_database, gunicorn  # also puts the repository
 from sqlalchemy import select, text
 
 import floor  # noqa: E402  (bench/floor.py)
-from machine_cpu import MachineCpu  # noqa: E402  (bench/machine_cpu.py)
+from machine_cpu import MachineCpu, MachineCpuSum  # noqa: E402  (bench/machine_cpu.py)
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import utcnow  # noqa: E402
@@ -459,6 +460,10 @@ def main() -> None:
     parser.add_argument("--pause-ms", type=float, default=50)
     parser.add_argument("--paused-registers", default="16",
                         help="comma-separated register counts for the paused runs")
+    parser.add_argument("--turns", type=int, default=1,
+                        help="split each phase of (a) into this many turns, the floor and the "
+                             "app alternating (floor, app, app, floor, ...), so the machine's "
+                             "drift within a run falls on both alike")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--processes", type=int, default=16,
                         help="load generator processes: registers are separate machines, so "
@@ -520,13 +525,22 @@ def main() -> None:
                 if variant in skip:
                     continue
                 for n in counts:
-                    for kind, factories in (("floor", raw), ("http", http)):
-                        if kind in skip:
-                            continue
-                        with MachineCpu() as cpu:
-                            tally, elapsed = play(factories(n, customers_of), args.seconds,
-                                                  processes=args.processes)
-                        result = summary(tally, elapsed, cpu)
+                    kinds = [(kind, factories) for kind, factories in (("floor", raw),
+                                                                       ("http", http))
+                             if kind not in skip]
+                    totals = {kind: (Tally(), MachineCpuSum(), []) for kind, _ in kinds}
+                    for turn in range(args.turns):
+                        for kind, factories in kinds if turn % 2 == 0 else kinds[::-1]:
+                            tally, cpu, elapsed = totals[kind]
+                            with MachineCpu() as phase:
+                                played, seconds = play(factories(n, customers_of),
+                                                       args.seconds / args.turns,
+                                                       processes=args.processes)
+                            tally.merge(played)
+                            cpu.add(phase)
+                            elapsed.append(seconds)
+                    for kind, (tally, cpu, elapsed) in totals.items():
+                        result = summary(tally, sum(elapsed), cpu)
                         report[f"{variant} {n} {kind}"] = result
                         print(json.dumps({f"{variant} customers, {n} registers, {kind}": result}),
                               flush=True)

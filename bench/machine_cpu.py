@@ -120,3 +120,17 @@ class MachineCpu:
         spent = {kind: round(seconds * 1000 / checkouts, 2)
                  for kind, seconds in self.seconds.items()}
         return spent | {"machine": round(sum(spent.values()), 2)}
+
+
+class MachineCpuSum:
+    """Several phases' `MachineCpu` added up: one figure for a kind of load measured in turns
+    with another (bench/checkout.py --turns)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    def add(self, cpu: MachineCpu) -> None:
+        for kind, seconds in cpu.seconds.items():
+            self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
+
+    per_checkout_ms = MachineCpu.per_checkout_ms

@@ -1,6 +1,6 @@
-"""The profile's layers (bench/register_cpu.py) and the workers' sampler (bench/worker_sampler.py)
-that docs/performance.md's tables come from: a module put in the wrong layer once made the
-driver's cost read as the service's."""
+"""The profile's layers (bench/register_cpu.py), the workers' sampler (bench/worker_sampler.py)
+and the CPU of phases in turns (bench/machine_cpu.py) that docs/performance.md's tables come
+from: a module put in the wrong layer once made the driver's cost read as the service's."""
 import importlib.util
 import signal
 import time
@@ -83,3 +83,17 @@ def test_the_sampler_writes_what_the_classifier_reads(tmp_path, monkeypatch):
     assert sum(count for _, count in stacks) >= 10
     here = f"{__file__}:test_the_sampler_writes_what_the_classifier_reads"
     assert any(here in stack for stack, _ in stacks)
+
+
+def test_turns_of_one_kind_of_load_add_up_to_one_figure():
+    machine_cpu = _load("machine_cpu")
+
+    class Phase:  # a MachineCpu after its phase: what each kind of process spent, seconds
+        def __init__(self, **seconds):
+            self.seconds = seconds
+
+    total = machine_cpu.MachineCpuSum()
+    total.add(Phase(postgresql=1.0, gunicorn=0.5, registers=0.25))
+    total.add(Phase(postgresql=2.0, gunicorn=1.5, registers=0.25))
+    assert total.per_checkout_ms(1000) == {"postgresql": 3.0, "gunicorn": 2.0, "registers": 0.5,
+                                           "machine": 5.5}
