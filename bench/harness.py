@@ -99,24 +99,27 @@ def gunicorn(database_url: str, workers: int = 4, **env):
 
 
 @contextmanager
-def gunicorn_process(database_url: str, workers: int = 4, **env):
+def gunicorn_process(database_url: str, workers: int = 4, *, tree: Path = ROOT,
+                     wrapper: tuple[str, ...] = (), **env):
     """As `gunicorn`, yielding the master process too (its children are the workers).
 
     The Procfile's web line (its worker, logger and metrics across workers: app/serving.py)
     on a port of its own with `workers` workers; BENCH_GUNICORN_CONFIG names another config
-    file that builds on it (bench/worker_sampler.py)."""
+    file that builds on it (bench/worker_sampler.py). `tree` serves another source tree (an
+    export of main) with this one's virtualenv; `wrapper` runs gunicorn under another program
+    (callgrind: bench/register_cpu.py), given ten minutes to start."""
     port = _free_port()
     config = os.environ.get("BENCH_GUNICORN_CONFIG", "python:app.serving")
-    command = [sys.executable, "-m", "gunicorn", "--config", config, "wsgi:app",
+    command = [*wrapper, sys.executable, "-m", "gunicorn", "--config", config, "wsgi:app",
                "-b", f"127.0.0.1:{port}", "-w", str(workers), "--log-level", "warning"]
-    process = subprocess.Popen(command, cwd=ROOT, env=environment(database_url, **env),
+    process = subprocess.Popen(command, cwd=tree, env=environment(database_url, **env),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until_serving(port)
+        wait_until_serving(port, timeout=600 if wrapper else 30)
         yield port, process
     finally:
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
+        process.wait(timeout=60 if wrapper else 30)
 
 
 @dataclass

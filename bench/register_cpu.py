@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +62,9 @@ def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: 
     if served:
         port, worker = map(int, served.split())
         send, app = _http(port), None
-        cpu_ms = lambda: _cpu_ns(worker) / 1e6  # noqa: E731
+
+        def cpu_ms() -> float:
+            return _cpu_ns(worker) / 1e6
     else:
         sys.path.insert(0, tree)
         from app import create_app
@@ -69,13 +72,14 @@ def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: 
 
         app = create_app(Settings(database_url=url, api_key_pepper="bench-pepper",
                                   log_level=log_level, development=False, api_rate_limit=None))
-        client = app.test_client()
-        send = lambda path, data, headers: client.post(path, data=data, headers=headers)  # noqa
-        cpu_ms = lambda: time.process_time() * 1000  # noqa: E731
+        send = app.test_client().post
+
+        def cpu_ms() -> float:
+            return time.process_time() * 1000
 
     def post(path, body, answers=None):
-        response = send(path, json.dumps(body, ensure_ascii=False).encode(),
-                        {**headers, "Idempotency-Key": uuid.uuid4().hex})
+        response = send(path, data=json.dumps(body, ensure_ascii=False).encode(),
+                        headers={**headers, "Idempotency-Key": uuid.uuid4().hex})
         assert response.status_code in (200, 201), response.get_data()
         if answers is not None:
             answers.append(_masked(response))
@@ -292,21 +296,17 @@ def _instructions(counted: dict, ask, count: int) -> dict:
 
 # Served: a tree's gunicorn as the Procfile starts it, with one worker
 
-def _serve(tree: str, env: dict, instructions: bool):
-    """The tree's `web` line (gunicorn --config python:app.serving) with one worker, under
-    callgrind for `instructions` (its forked worker counted, counting off until asked):
-    the server process, its port and its worker's pid."""
-    from harness import _free_port, wait_until_serving
+def _serve(stack: ExitStack, url: str, tree: str, log_level: str, instructions: bool) -> str:
+    """The tree's web line with one worker (bench/harness.py), under callgrind for
+    `instructions` (its forked worker counted, counting off until asked), stopped with
+    `stack`: "port worker-pid", as a child takes it."""
+    from harness import gunicorn_process
 
-    port = _free_port()
-    server = subprocess.Popen(
-        ([*CALLGRIND, "--trace-children=yes"] if instructions else [])
-        + [sys.executable, "-m", "gunicorn", "--config", "python:app.serving", "wsgi:app"],
-        cwd=tree, env={**env, "PORT": str(port), "WEB_CONCURRENCY": "1"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_until_serving(port, timeout=600 if instructions else 30)
-    workers = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-    return server, port, int(workers[0])
+    wrapper = (*CALLGRIND, "--trace-children=yes") if instructions else ()
+    port, server = stack.enter_context(gunicorn_process(url, 1, tree=tree, wrapper=wrapper,
+                                                        LOG_LEVEL=log_level))
+    [worker] = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    return f"{port} {worker}"
 
 
 # The sitting: seed once, then the trees take turns
@@ -343,22 +343,22 @@ def main() -> None:
     if args.classify_workers:
         return print(json.dumps(classify_workers(args.classify_workers), indent=1))
 
+    if args.served and args.profile:
+        parser.error("--profile samples the process serving in process: not with --served")
     from checkout import seed  # also puts the repository on sys.path
-    from harness import bench_database, environment
+    from harness import bench_database
 
     trees = {"this": args.tree} | ({"baseline": args.baseline} if args.baseline else {})
-    with bench_database() as url:
+    with bench_database() as url, ExitStack() as servers:
         # Register 0 is the floor's (bench/floor.py captured a checkout and a return on it):
         # the trees take the next ones, alike.
         shop = seed(url, registers=len(trees) + 1, extra_customers=1000, history=0)
-        children, servers, counted = {}, [], {}
+        children, counted = {}, {}
         for (name, tree), register in zip(trees.items(), shop.registers[1:]):
             served = []
             if args.served:
-                server, port, worker = _serve(tree, environment(url, LOG_LEVEL=args.log_level),
-                                              args.instructions)
-                servers.append(server)
-                served, counted[name] = [f"{port} {worker}"], worker
+                served = [_serve(servers, url, tree, args.log_level, bool(args.instructions))]
+                counted[name] = int(served[0].split()[1])
             children[name] = subprocess.Popen(
                 (CALLGRIND if args.instructions and not args.served else [])
                 + [sys.executable, __file__, "--child", tree, url, shop.key, register.pos_key,
@@ -397,9 +397,6 @@ def main() -> None:
             for child in children.values():
                 child.stdin.close()
                 child.wait(timeout=30)
-            for server in servers:
-                server.terminate()
-                server.wait(timeout=60)
     report = {name: {"cpu_ms_best": round(min(c for c, _ in rows), 3),
                      "cpu_ms_median": round(statistics.median(c for c, _ in rows), 3),
                      "wall_ms_median": round(statistics.median(w for _, w in rows), 3)}
