@@ -44,7 +44,7 @@ from harness import PEPPER, bench_database, gunicorn  # also puts the repository
 from sqlalchemy import select, text
 
 import floor  # noqa: E402  (bench/floor.py)
-from machine_cpu import MachineCpu, MachineCpuSum  # noqa: E402  (bench/machine_cpu.py)
+from machine_cpu import CpuSpent, MachineCpu  # noqa: E402  (bench/machine_cpu.py)
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import utcnow  # noqa: E402
@@ -442,7 +442,7 @@ def percentile(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else 0.0
 
 
-def summary(tally: Tally, elapsed: float, cpu: MachineCpu | None = None) -> dict:
+def summary(tally: Tally, elapsed: float, cpu: CpuSpent | None = None) -> dict:
     """Rate, errors and latencies; with `cpu`, the CPU each kind of process spent a checkout
     (bench/machine_cpu.py): the ratio app ÷ floor is the floor's machine CPU a checkout over
     the app's, when both phases use the two cores whole."""
@@ -463,7 +463,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1,
                         help="split each phase of (a) into this many turns, the floor and the "
                              "app alternating (floor, app, app, floor, ...), so the machine's "
-                             "drift within a run falls on both alike")
+                             "drift within a run falls on both alike (each turn starts its "
+                             "registers anew: their start is counted in every turn, alike)")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--processes", type=int, default=16,
                         help="load generator processes: registers are separate machines, so "
@@ -528,19 +529,20 @@ def main() -> None:
                     kinds = [(kind, factories) for kind, factories in (("floor", raw),
                                                                        ("http", http))
                              if kind not in skip]
-                    totals = {kind: (Tally(), MachineCpuSum(), []) for kind, _ in kinds}
+                    tallies = {kind: Tally() for kind, _ in kinds}
+                    cpus = {kind: CpuSpent() for kind, _ in kinds}
+                    elapsed = dict.fromkeys(tallies, 0.0)
                     for turn in range(args.turns):
                         for kind, factories in kinds if turn % 2 == 0 else kinds[::-1]:
-                            tally, cpu, elapsed = totals[kind]
-                            with MachineCpu() as phase:
-                                played, seconds = play(factories(n, customers_of),
-                                                       args.seconds / args.turns,
-                                                       processes=args.processes)
-                            tally.merge(played)
-                            cpu.add(phase)
-                            elapsed.append(seconds)
-                    for kind, (tally, cpu, elapsed) in totals.items():
-                        result = summary(tally, sum(elapsed), cpu)
+                            with MachineCpu() as cpu:
+                                tally, seconds = play(factories(n, customers_of),
+                                                      args.seconds / args.turns,
+                                                      processes=args.processes)
+                            tallies[kind].merge(tally)
+                            cpus[kind].add(cpu)
+                            elapsed[kind] += seconds
+                    for kind, tally in tallies.items():
+                        result = summary(tally, elapsed[kind], cpus[kind])
                         report[f"{variant} {n} {kind}"] = result
                         print(json.dumps({f"{variant} customers, {n} registers, {kind}": result}),
                               flush=True)

@@ -81,13 +81,34 @@ def _children_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-class MachineCpu:
+class CpuSpent:
+    """What each kind of process spent, in seconds: one phase's, or several added up (a kind
+    of load measured in turns with another: bench/checkout.py --turns)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    def add(self, other: CpuSpent) -> None:
+        for kind, seconds in other.seconds.items():
+            self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
+
+    def per_checkout_ms(self, checkouts: int) -> dict[str, float]:
+        """Each kind's CPU a checkout, and the machine's (their sum), in ms."""
+        if not checkouts:
+            return {}
+        spent = {kind: round(seconds * 1000 / checkouts, 2)
+                 for kind, seconds in self.seconds.items()}
+        return spent | {"machine": round(sum(spent.values()), 2)}
+
+
+class MachineCpu(CpuSpent):
     """`with MachineCpu() as cpu:` around a phase whose load generator's processes are reaped
     inside it. PostgreSQL and gunicorn are sampled four times a second (a backend that ends
     with the phase loses at most a quarter of a second); the load generator's processes, the
     bench's own children, are counted exactly once reaped."""
 
     def __init__(self, every: float = 0.25):
+        super().__init__()
         self.every = every
         self.meters = {"postgresql": CpuMeter(lambda: processes_running(is_postgresql)),
                        "gunicorn": CpuMeter(lambda: processes_running(is_gunicorn))}
@@ -112,25 +133,3 @@ class MachineCpu:
         self._thread.join()
         self.seconds = {name: meter.spent() for name, meter in self.meters.items()}
         self.seconds["registers"] = _children_seconds() - self.children
-
-    def per_checkout_ms(self, checkouts: int) -> dict[str, float]:
-        """Each kind's CPU a checkout, and the machine's (their sum), in ms."""
-        if not checkouts:
-            return {}
-        spent = {kind: round(seconds * 1000 / checkouts, 2)
-                 for kind, seconds in self.seconds.items()}
-        return spent | {"machine": round(sum(spent.values()), 2)}
-
-
-class MachineCpuSum:
-    """Several phases' `MachineCpu` added up: one figure for a kind of load measured in turns
-    with another (bench/checkout.py --turns)."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-
-    def add(self, cpu: MachineCpu) -> None:
-        for kind, seconds in cpu.seconds.items():
-            self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
-
-    per_checkout_ms = MachineCpu.per_checkout_ms

@@ -92,7 +92,7 @@ def test_turns_of_one_kind_of_load_add_up_to_one_figure():
         def __init__(self, **seconds):
             self.seconds = seconds
 
-    total = machine_cpu.MachineCpuSum()
+    total = machine_cpu.CpuSpent()
     total.add(Phase(postgresql=1.0, gunicorn=0.5, registers=0.25))
     total.add(Phase(postgresql=2.0, gunicorn=1.5, registers=0.25))
     assert total.per_checkout_ms(1000) == {"postgresql": 3.0, "gunicorn": 2.0, "registers": 0.5,
