@@ -97,3 +97,18 @@ def test_turns_of_one_kind_of_load_add_up_to_one_figure():
     total.add(Phase(postgresql=2.0, gunicorn=1.5, registers=0.25))
     assert total.per_checkout_ms(1000) == {"postgresql": 3.0, "gunicorn": 2.0, "registers": 0.5,
                                            "machine": 5.5}
+
+
+def test_two_served_answers_differ_only_where_the_mask_hides():
+    class Answer:  # what the HTTP client and the test client both give: status, headers, body
+        status = "201 CREATED"
+
+        def __init__(self, date: str, request_id: str):
+            self.headers = {"Date": date, "X-Request-Id": request_id}
+
+        def get_data(self) -> bytes:
+            return b'{"ok":true}'
+
+    first = register_cpu._masked(Answer("Fri, 27 Nov 2026 02:33:22 GMT", "a" * 32))
+    second = register_cpu._masked(Answer("Sat, 28 Nov 2026 11:04:59 GMT", "b" * 32))
+    assert first == second == "201 CREATED\nDate: *\nX-Request-Id: *\n\n{\"ok\":true}"

@@ -1,6 +1,7 @@
 """The web worker (app/serving_worker.py): its graceful stop (once the whole instance stops, the
 listening socket completes no new connection, while those already queued are answered), its
-settings read once and its heartbeat given once a second; its logger builds no access line."""
+settings read once (in the loop it serves from) and its heartbeat given once a second; its logger
+builds no access line."""
 from __future__ import annotations
 
 import os
@@ -104,3 +105,14 @@ def test_the_logger_builds_no_access_line_even_where_gunicorn_would():
     log = ServingLog(config)
     assert log.access_log_enabled  # gunicorn's own test: it would build the line's fields...
     log.access(None, None, None, 0)  # ...from a response, request and environ, none given here
+
+
+def test_the_worker_serves_with_its_settings_settled(monkeypatch):
+    from gunicorn.workers.sync import SyncWorker
+
+    worker = WebWorker.__new__(WebWorker)
+    worker.cfg, worker.sockets = Config(), []  # nothing queued to answer after serving
+    serving_with = []
+    monkeypatch.setattr(SyncWorker, "run", lambda self: serving_with.append(self.cfg))
+    worker.run()
+    assert isinstance(serving_with[0], SettledConfig)
