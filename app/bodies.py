@@ -25,7 +25,8 @@ UNREADABLE = (ParseException, OSError)
 
 def raw_body() -> bytes:
     """The current request's body as sent, read once."""
-    return read_framed(lambda: request.get_data(cache=True))
+    req = request._get_current_object()  # one proxy lookup, not a failed one (app/requests.py)
+    return read_framed(lambda: req.get_data(cache=True))
 
 
 def read_framed(read):

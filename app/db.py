@@ -140,7 +140,8 @@ def request_session() -> Session:
     state = g._get_current_object()  # one proxy lookup, not two (app/requests.py)
     session = state.get("db_session")
     if session is None:
-        session = state.db_session = current_app.extensions["request_session"]()
+        app = current_app._get_current_object()
+        session = state.db_session = app.extensions["request_session"]()
     return session
 
 

@@ -163,8 +163,9 @@ def idempotent(low: int, high: int, required: bool = True):
     def decorator(view):
         @wraps(view)
         def wrapper(*args, **kwargs):
-            # The request and the app themselves: each use of a proxy costs (app/requests.py).
+            # The request, the app and `g` themselves: each use of a proxy costs (app/requests.py).
             req, app = request._get_current_object(), current_app._get_current_object()
+            state = g._get_current_object()
             key = _key(req, low, high, required)
             if key is None:  # optional and not given: no record, no replay
                 return view(*args, **kwargs)
@@ -173,10 +174,10 @@ def idempotent(low: int, high: int, required: bool = True):
             route = req.url_rule.rule
             operation = f"{req.method} {route}"
             expected = fingerprint(req, route)
-            company_id = g.company_id
+            company_id = state.company_id
             ident = {"b_company_id": company_id, "b_operation": operation, "b_key": key}
             ttl = timedelta(seconds=app.config["SETTINGS"].idempotency_ttl)
-            ahead = g.pop("claim", None)  # taken with the key's lookup (Claim), or not
+            ahead = state.pop("claim", None)  # taken with the key's lookup (Claim), or not
             now = utcnow() if ahead is None else ahead.now
             claim = {"company_id": company_id, "operation": operation, "key": key,
                      "fingerprint": expected, "status_code": None, "response_body": None,

@@ -21,7 +21,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        request_id = g.get("request_id") if has_request_context() else None
+        request_id = g._get_current_object().get("request_id") if has_request_context() else None
         if request_id:
             entry["requestId"] = request_id
         entry.update(getattr(record, "fields", {}))

@@ -77,7 +77,7 @@ def _finish(response: Response) -> Response:
 
 
 def _teardown(error: BaseException | None) -> None:
-    session = g.pop("db_session", None)
+    session = g._get_current_object().pop("db_session", None)
     if session is not None:  # an exception escaped before _finish ran
         session.rollback()
         session.close()
@@ -106,7 +106,7 @@ def _log(req: Request, state, status: int) -> None:
 
 
 def _client(req: Request) -> str | None:
-    settings = current_app.config["SETTINGS"]
+    settings = current_app._get_current_object().config["SETTINGS"]
     return client_address(req.remote_addr, req.headers.get("X-Forwarded-For"),
                           settings.forwarded_allow_ips)
 

@@ -153,7 +153,7 @@ class Blueprint(flask_smorest.Blueprint):
                 # An absent body is one clear error, not a list of every missing field.
                 if not raw_body():
                     raise InvalidField(["body"], "a JSON body is required", "missing")
-                if loader is not None and request.is_json:
+                if loader is not None and request._get_current_object().is_json:
                     body = loader(json_body())
                     if body is not ASK_THE_SCHEMA:
                         return func(*args, body, **kwargs)  # as webargs passes it
