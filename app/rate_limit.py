@@ -86,7 +86,7 @@ class PerKeyLimit:
 
 def counted_as() -> str:
     """What this request is counted against: its register, else its key."""
-    principal = g.principal
+    principal = g._get_current_object().principal
     if principal.terminal is not None:
         return f"{principal.credential_id}/{principal.terminal.id}"
     return principal.credential_id
@@ -97,12 +97,13 @@ def _count() -> None:
     or 403 never gets this far): from the process's lease, else by Flask-Limiter's own check,
     which takes a new lease, falls back to memory while the store is away, and raises
     RateLimitExceeded over the limit."""
-    principal = g.get("principal")
-    if principal is None:
+    # `g` and the app themselves: each read through a proxy costs (app/requests.py).
+    state = g._get_current_object()
+    if state.get("principal") is None:
         return
-    per_key = current_app.extensions["rate_limit"]
-    g.rate_lease = per_key.serve_from_lease(counted_as())
-    if g.rate_lease is None:
+    per_key = current_app._get_current_object().extensions["rate_limit"]
+    state.rate_lease = per_key.serve_from_lease(counted_as())
+    if state.rate_lease is None:
         # The check Flask-Limiter's before-request hook makes, made here only when a lease
         # is needed (its hooks are not registered: see register_rate_limit).
         per_key.limiter._check_request_limit()
@@ -131,10 +132,10 @@ def register_rate_limit(app: Flask, settings: Settings) -> None:
     app.after_request(_advertise)
 
 
-def _current_lease(per_key: PerKeyLimit) -> Lease | None:
+def _current_lease(per_key: PerKeyLimit, state) -> Lease | None:
     """This request's lease: the one it was served from, or the one its count just took."""
-    if g.get("rate_lease") is not None:
-        return g.rate_lease
+    if state.get("rate_lease") is not None:
+        return state.rate_lease
     limit = per_key.limiter.current_limit
     if limit is None:
         return None
@@ -150,18 +151,20 @@ def _current_lease(per_key: PerKeyLimit) -> Lease | None:
 
 def _advertise(response: Response) -> Response:
     """The RateLimit and RateLimit-Policy fields of draft-ietf-httpapi-ratelimit-headers-10."""
-    if g.get("principal") is None:
+    state = g._get_current_object()
+    principal = state.get("principal")
+    if principal is None:
         return response
-    per_key = current_app.extensions["rate_limit"]
-    lease = _current_lease(per_key)
+    per_key = current_app._get_current_object().extensions["rate_limit"]
+    lease = _current_lease(per_key, state)
     if lease is None:
         return response
     # Never less than a second, never more than the window.
     reset_in = min(per_key.window, max(1, math.ceil(lease.reset_at - time.time())))
-    policy = PER_KEY if g.principal.terminal is None else PER_REGISTER
+    policy = PER_KEY if principal.terminal is None else PER_REGISTER
     response.headers["RateLimit-Policy"] = f'"{policy}";q={per_key.amount};w={per_key.window}'
     response.headers["RateLimit"] = f'"{policy}";r={lease.remaining + lease.left};t={reset_in}'
-    if g.get("rate_limited"):  # not another 429, such as an OTP cooldown's with its own wait
+    if state.get("rate_limited"):  # not another 429, such as an OTP cooldown's with its own wait
         response.headers["Retry-After"] = str(reset_in)
     return response
 

@@ -1,12 +1,15 @@
 """Round trips per request on the register's path, counted at the driver: a ceiling that
 fails when a lazy load, an N+1 or an extra lookup creeps in."""
+import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from sqlalchemy import event
 
 from tests.checkout.conftest import line
 
+ROOT = Path(__file__).resolve().parents[2]
 # A receipt of 5 lines: per-line work must not add statements.
 RECEIPT = [line(str(i), f"{100 + i}.00", sku=f"SKU{i}") for i in range(5)]
 
@@ -124,3 +127,31 @@ def test_the_registers_requests_make_no_orm_session(app, register, counted, monk
     register.return_lines(sale["id"], [("1", "1")])
     register.lookup("R-2")
     assert made == []
+
+
+def test_below_the_views_the_registers_requests_read_no_proxy(app, register, counted,
+                                                              monkeypatch):
+    """An attribute read through Flask's `request`, `g` or `current_app` fails the proxy's own
+    lookup first (a formatted AttributeError and two calls, some 2 µs): our hooks, wrappers
+    and services take the objects themselves (docs/decisions.md). The views may read them."""
+    import werkzeug.local
+
+    readers = []
+    lookup = werkzeug.local._ProxyLookup.__get__
+
+    def recorded(self, instance, owner=None):
+        if instance is not None:
+            readers.append(sys._getframe(1).f_code.co_filename)
+        return lookup(self, instance, owner)
+
+    customer, _, _ = counted
+    cashier = {"externalId": "C", "name": "Olga"}
+    register.open(customer, cashier=cashier)  # the key's once-a-minute touch
+    monkeypatch.setattr(werkzeug.local._ProxyLookup, "__get__", recorded)
+    session = register.open(customer, "R-3", cashier=cashier)
+    quote = register.quote(session["id"], RECEIPT)
+    register.hold(session["id"], quote["id"])
+    register.commit(session["id"], quote["id"])
+    ours = {Path(name).relative_to(ROOT).as_posix() for name in readers
+            if Path(name).is_relative_to(ROOT / "app")}
+    assert readers and ours <= {"app/api/checkout.py"}, ours
