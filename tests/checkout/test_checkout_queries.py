@@ -1,5 +1,6 @@
 """Round trips per request on the register's path, counted at the driver: a ceiling that
 fails when a lazy load, an N+1 or an extra lookup creeps in."""
+import logging
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -130,11 +131,14 @@ def test_the_registers_requests_make_no_orm_session(app, register, counted, monk
 
 
 def test_below_the_views_the_registers_requests_read_no_proxy(app, register, counted,
-                                                              monkeypatch):
+                                                              monkeypatch, caplog):
     """An attribute read through Flask's `request`, `g` or `current_app` fails the proxy's own
     lookup first (a formatted AttributeError and two calls, some 2 µs): our hooks, wrappers
-    and services take the objects themselves (docs/decisions.md). The views may read them."""
+    and services take the objects themselves (docs/decisions.md). The views may read them.
+    At INFO, as served, so the request's log line is built and written too."""
     import werkzeug.local
+
+    caplog.set_level(logging.INFO)
 
     readers = []
     lookup = werkzeug.local._ProxyLookup.__get__
