@@ -531,7 +531,7 @@ def main() -> None:
                              if kind not in skip]
                     tallies = {kind: Tally() for kind, _ in kinds}
                     cpus = {kind: CpuSpent() for kind, _ in kinds}
-                    elapsed = dict.fromkeys(tallies, 0.0)
+                    seconds_of = dict.fromkeys(tallies, 0.0)
                     for turn in range(args.turns):
                         for kind, factories in kinds if turn % 2 == 0 else kinds[::-1]:
                             with MachineCpu() as cpu:
@@ -540,9 +540,9 @@ def main() -> None:
                                                       processes=args.processes)
                             tallies[kind].merge(tally)
                             cpus[kind].add(cpu)
-                            elapsed[kind] += seconds
+                            seconds_of[kind] += seconds
                     for kind, tally in tallies.items():
-                        result = summary(tally, elapsed[kind], cpus[kind])
+                        result = summary(tally, seconds_of[kind], cpus[kind])
                         report[f"{variant} {n} {kind}"] = result
                         print(json.dumps({f"{variant} customers, {n} registers, {kind}": result}),
                               flush=True)

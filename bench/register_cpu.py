@@ -296,17 +296,18 @@ def _instructions(counted: dict, ask, count: int) -> dict:
 
 # Served: a tree's gunicorn as the Procfile starts it, with one worker
 
-def _serve(stack: ExitStack, url: str, tree: str, log_level: str, instructions: bool) -> str:
+def _serve(stack: ExitStack, url: str, tree: str, log_level: str,
+           instructions: bool) -> tuple[int, int]:
     """The tree's web line with one worker (bench/harness.py), under callgrind for
     `instructions` (its forked worker counted, counting off until asked), stopped with
-    `stack`: "port worker-pid", as a child takes it."""
+    `stack`: its port and its worker's pid."""
     from harness import gunicorn_process
 
     wrapper = (*CALLGRIND, "--trace-children=yes") if instructions else ()
     port, server = stack.enter_context(gunicorn_process(url, 1, tree=tree, wrapper=wrapper,
                                                         LOG_LEVEL=log_level))
     [worker] = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-    return f"{port} {worker}"
+    return port, int(worker)
 
 
 # The sitting: seed once, then the trees take turns
@@ -357,8 +358,9 @@ def main() -> None:
         for (name, tree), register in zip(trees.items(), shop.registers[1:]):
             served = []
             if args.served:
-                served = [_serve(servers, url, tree, args.log_level, bool(args.instructions))]
-                counted[name] = int(served[0].split()[1])
+                port, counted[name] = _serve(servers, url, tree, args.log_level,
+                                             bool(args.instructions))
+                served = [f"{port} {counted[name]}"]  # as the child takes it
             children[name] = subprocess.Popen(
                 (CALLGRIND if args.instructions and not args.served else [])
                 + [sys.executable, __file__, "--child", tree, url, shop.key, register.pos_key,
