@@ -9,7 +9,10 @@ shares 5 customers among all registers (their account rows are the contended loc
 Reports
   (a) checkouts/s with 16 and 64 registers without pauses, own and hot customers, beside the
       floor: the same statements (captured from the app) replayed through bare psycopg2; with
-      --turns N, each in N turns of the floor and the app taking turns;
+      --turns N, each in N turns of the floor and the app taking turns; with --ceiling, also
+      the serving stack's ceiling (bench/ceiling_app.py): the floor's statements served over
+      HTTP by the Procfile's gunicorn with nothing of the app, the most any app on this stack
+      can reach;
   (b) p50/p99 of each operation with 16 registers pausing 50 ms between steps;
   each phase with the CPU that PostgreSQL, gunicorn's workers and the registers spent a
   checkout (bench/machine_cpu.py): steadier than the rates on a shared machine.
@@ -31,11 +34,13 @@ import http.client
 import itertools
 import json
 import multiprocessing
+import pickle
 import random
+import tempfile
 import threading
 import time
 import uuid
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 from dataclasses import dataclass, field
 
@@ -355,7 +360,7 @@ class HttpRegister:
         return json.loads(data)
 
     def checkout(self, tally: Tally, iteration: int, pause: float) -> None:
-        customer = random.choice(self.customers)
+        customer = self.customer = random.choice(self.customers)
         session = self._post(tally, "open", "POST", "/v1/checkout-sessions", {
             "externalReceiptId": f"B-{uuid.uuid4().hex}", "customerId": customer,
             "cashier": {"externalId": self.register.cashier_id, "name": "Cashier"}})
@@ -380,6 +385,31 @@ class HttpRegister:
                        {"lines": [{"lineId": "1", "quantity": "1"}]})
         tally.checkouts += 1
         time.sleep(pause)
+
+
+class CeilingRegister(HttpRegister):
+    """A register of the serving stack's ceiling (bench/ceiling_app.py): the app's requests,
+    bodies and headers, each sent to the ceiling's path for its step, which names the checkout."""
+
+    def checkout(self, tally: Tally, iteration: int, pause: float) -> None:
+        self.token = uuid.uuid4()
+        super().checkout(tally, iteration, pause)
+
+    def _post(self, tally: Tally, step: str, method: str, path: str, body: dict):
+        return super()._post(tally, step, method, f"/ceiling/{self.token}/{self.customer}/"
+                             f"{self.register.terminal_id}/{step}", body)
+
+
+@contextmanager
+def ceiling_server(url: str, shop: Shop, workers: int, kind: str):
+    """bench/ceiling_app.py (`kind`: wsgi or flask) under the Procfile's gunicorn, replaying
+    `shop`'s trace."""
+    with tempfile.NamedTemporaryFile(suffix=".pickle") as stored:
+        pickle.dump((shop.trace, shop.stable), stored)
+        stored.flush()
+        with gunicorn(url, workers=workers, serving=("--pythonpath", "bench", "ceiling_app:app"),
+                      BENCH_CEILING_TRACE=stored.name, BENCH_CEILING=kind) as port:
+            yield port
 
 
 class FloorRegister:
@@ -477,6 +507,10 @@ def main() -> None:
                              "lots (20 for the issue's figure); 0: points never expire")
     parser.add_argument("--skip", default=[], help="comma-separated: floor,http,hot,paused",
                         action="append")
+    parser.add_argument("--ceiling", choices=("wsgi", "flask"),
+                        help="in (a), also the serving stack's ceiling: the floor's statements "
+                             "served by the Procfile's gunicorn with nothing of the app, as a "
+                             "bare WSGI app or through Flask (bench/ceiling_app.py)")
     parser.add_argument("--rate-limit", default="off",
                         help="the server's API_RATE_LIMIT (all registers share one key, so a "
                              "limit meant to cost, not to refuse, is far above the load)")
@@ -492,6 +526,8 @@ def main() -> None:
     args = parser.parse_args()
     counts = [int(n) for n in args.registers.split(",")]
     skip = {part for given in args.skip for part in given.split(",") if part}
+    if not args.ceiling:
+        skip.add("ceiling")
     report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers,
               "rate_limit": args.rate_limit, "redis": bool(args.redis_url)}
     server_env = {"API_RATE_LIMIT": args.rate_limit,
@@ -508,9 +544,16 @@ def main() -> None:
         dsn = url.replace("postgresql+psycopg2://", "postgresql://")
         needs_server = "http" not in skip or paused or compared
         with (gunicorn(url, workers=args.workers, **server_env) if needs_server
-              else nullcontext()) as port:
+              else nullcontext()) as port, \
+             (ceiling_server(url, shop, args.workers, args.ceiling) if "ceiling" not in skip
+              else nullcontext()) as ceiling_port:
             def http(n, customers_of):
                 return [lambda r=r, c=customers_of(i): HttpRegister(port, shop.key, r, c)
+                        for i, r in enumerate(shop.registers[:n])]
+
+            def ceiling(n, customers_of):
+                return [lambda r=r, c=customers_of(i): CeilingRegister(ceiling_port, shop.key,
+                                                                       r, c)
                         for i, r in enumerate(shop.registers[:n])]
 
             def raw(n, customers_of):
@@ -520,15 +563,16 @@ def main() -> None:
 
             if needs_server:
                 play(http(8, lambda i: [shop.registers[i].customer_id]), seconds=3)  # warm up
+            if "ceiling" not in skip:
+                play(ceiling(8, lambda i: [shop.registers[i].customer_id]), seconds=3)
             variants = {"own": lambda i: [shop.registers[i].customer_id],
                         "hot": lambda i: shop.hot}
             for variant, customers_of in variants.items():
                 if variant in skip:
                     continue
                 for n in counts:
-                    kinds = [(kind, factories) for kind, factories in (("floor", raw),
-                                                                       ("http", http))
-                             if kind not in skip]
+                    kinds = [(kind, factories) for kind, factories in (
+                        ("floor", raw), ("ceiling", ceiling), ("http", http)) if kind not in skip]
                     tallies = {kind: Tally() for kind, _ in kinds}
                     cpus = {kind: CpuSpent() for kind, _ in kinds}
                     seconds_of = dict.fromkeys(tallies, 0.0)

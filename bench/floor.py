@@ -39,6 +39,8 @@ class Register:
 class Trace:
     steps: dict[str, list[tuple[str, object, bool]]] = field(default_factory=dict)
     volatile: dict[str, str] = field(default_factory=dict)  # captured value → its kind
+    # each request's answer as the app gave it: status, headers, body (bench/ceiling_app.py)
+    answers: dict[str, tuple[int, list, bytes]] = field(default_factory=dict)
     register: Register | None = None
     captured_at: datetime | None = None
 
@@ -65,6 +67,8 @@ def capture(app, headers: dict, register: Register, lines: list[dict]) -> Trace:
             **headers, "Idempotency-Key": key, "X-Loyalty-Pos-Key": register.pos_key})
         assert response.status_code < 300, (step, response.status_code, response.get_json())
         trace.steps[step] = list(current)
+        trace.answers[step] = (response.status_code, list(response.headers.items()),
+                               response.get_data())
         return response.get_json()
 
     engine = app.extensions["engine"]
@@ -104,14 +108,17 @@ class Replayer:
                             if isinstance(value, str) and UUID.match(value)
                             and value not in stable})
 
-    def _fresh(self, register: Register) -> dict:
+    def fresh_ids(self, register: Register, new_id=lambda captured: uuid.uuid4()) -> dict:
+        """The captured values mapped to this checkout's: `new_id(captured)` gives each made
+        id, key and receipt its new one (bench/ceiling_app.py derives them from a token)."""
         mine = self.trace.register
         fresh = {mine.customer_id: register.customer_id, mine.terminal_id: register.terminal_id,
                  mine.pos_key: register.pos_key}
         for value, kind in self.trace.volatile.items():
-            fresh[value] = uuid.uuid4().hex if kind == "key" else f"FLOOR-{uuid.uuid4().hex}"
+            made = new_id(value).hex
+            fresh[value] = made if kind == "key" else f"FLOOR-{made}"
         for value in self.made:
-            fresh.setdefault(value, str(uuid.uuid4()))
+            fresh.setdefault(value, str(new_id(value)))
         return fresh
 
     def _value(self, value, fresh: dict, shift: timedelta):
@@ -136,7 +143,7 @@ class Replayer:
                                     else self._value(p, fresh, shift) for p in parameters)
         return parameters
 
-    def _step(self, cursor, step: str, fresh: dict, shift: timedelta) -> None:
+    def replay_step(self, cursor, step: str, fresh: dict, shift: timedelta) -> None:
         """One request's statements, as captured, with this checkout's ids and times."""
         for statement, parameters, many in self.trace.steps[step]:
             params = self._params(parameters, fresh, shift)
@@ -150,12 +157,12 @@ class Replayer:
     def checkout(self, register: Register, steps, now: datetime, on_step) -> None:
         """One checkout of `steps` for `register`; `on_step(step)` is called as each step
         starts and returns a callable to call when it is done (the caller's timer)."""
-        fresh = self._fresh(register)
+        fresh = self.fresh_ids(register)
         shift = now - self.trace.captured_at
         for step in steps:
             done = on_step(step)
             with self.connection.cursor() as cursor:
-                self._step(cursor, step, fresh, shift)  # its own BEGIN and COMMIT included
+                self.replay_step(cursor, step, fresh, shift)  # its own BEGIN and COMMIT included
             done()
 
     def history(self, registers: list[Register], now: datetime, days: int = 30) -> None:
@@ -163,11 +170,11 @@ class Replayer:
         `now` (seeding, not measuring; each step commits, as the app's did)."""
         with self.connection.cursor() as cursor:
             for index, register in enumerate(registers):
-                fresh = self._fresh(register)
+                fresh = self.fresh_ids(register)
                 when = now - timedelta(days=days * (len(registers) - index) / len(registers))
                 shift = when - self.trace.captured_at
                 for step in STEPS if index % 10 == 9 else STEPS[:-1]:  # 1 in 10 returns
-                    self._step(cursor, step, fresh, shift)
+                    self.replay_step(cursor, step, fresh, shift)
 
     def close(self) -> None:
         self.connection.close()
