@@ -41,8 +41,9 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager, nullcontext
-from datetime import timedelta
 from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import partial
 
 import psycopg2
 from harness import PEPPER, bench_database, gunicorn  # also puts the repository on sys.path
@@ -187,8 +188,6 @@ def _bench_app(url: str):
 def make_campaigns(url: str, shop: Shop, count: int) -> list[str]:
     """`count` campaigns running now: half by catalog category (some of the receipt's), half by
     sku, at percents from 1 to 30, every third one for the bench store only."""
-    from datetime import timedelta
-
     from app.services.program import campaigns
 
     app = _bench_app(url)
@@ -483,7 +482,7 @@ def summary(tally: Tally, elapsed: float, cpu: CpuSpent | None = None) -> dict:
                           "n": len(v)} for step, v in sorted(tally.latencies.items())}}
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--registers", default="16,64")
@@ -523,7 +522,50 @@ def main() -> None:
                         help="alternating rounds of each, without then with")
     parser.add_argument("--campaign-quotes", type=int, default=300,
                         help="quotes per round of the in-process comparison")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _record(report: dict, key: str, label: str, result: dict) -> None:
+    report[key] = result
+    print(json.dumps({label: result}), flush=True)
+
+
+def _in_turns(kinds: list, registers, args) -> dict:
+    """Each kind's registers in `args.turns` turns, the kinds alternating (floor, ceiling,
+    app, app, ceiling, floor, ...): each kind's summary over its turns."""
+    tallies = {kind: Tally() for kind, _ in kinds}
+    cpus = {kind: CpuSpent() for kind, _ in kinds}
+    seconds_of = dict.fromkeys(tallies, 0.0)
+    for turn in range(args.turns):
+        for kind, make in kinds if turn % 2 == 0 else kinds[::-1]:
+            with MachineCpu() as cpu:
+                tally, seconds = play(registers(make), args.seconds / args.turns,
+                                      processes=args.processes)
+            tallies[kind].merge(tally)
+            cpus[kind].add(cpu)
+            seconds_of[kind] += seconds
+    return {kind: summary(tally, seconds_of[kind], cpus[kind]) for kind, tally in tallies.items()}
+
+
+def _campaign_runs(report: dict, url: str, shop: Shop, registers, args) -> None:
+    """(c): the quote's cost in process, then the paused run without and with campaigns."""
+    ids = make_campaigns(url, shop, args.campaigns)
+    app = _bench_app(url)
+    report["quote in process"] = quote_costs(app, shop, ids, args.campaign_rounds,
+                                             args.campaign_quotes)
+    print(json.dumps({"quote in process": report["quote in process"]}), flush=True)
+    for round_ in range(args.campaign_rounds):
+        for active in (False, True):
+            switch_campaigns(app, shop, ids, active)
+            label = f"round {round_} {args.campaigns if active else 0} campaigns"
+            tally, elapsed = play(registers, args.seconds, pause=args.pause_ms / 1000,
+                                  processes=args.processes)
+            _record(report, label, label, summary(tally, elapsed))
+    app.extensions["engine"].dispose()
+
+
+def main() -> None:
+    args = _arguments()
     counts = [int(n) for n in args.registers.split(",")]
     skip = {part for given in args.skip for part in given.split(",") if part}
     if not args.ceiling:
@@ -547,71 +589,43 @@ def main() -> None:
               else nullcontext()) as port, \
              (ceiling_server(url, shop, args.workers, args.ceiling) if "ceiling" not in skip
               else nullcontext()) as ceiling_port:
-            def http(n, customers_of):
-                return [lambda r=r, c=customers_of(i): HttpRegister(port, shop.key, r, c)
-                        for i, r in enumerate(shop.registers[:n])]
+            # Each kind makes a register of a floor.Register and its customers.
+            http = partial(HttpRegister, port, shop.key)
+            ceiling = partial(CeilingRegister, ceiling_port, shop.key)
+            kinds = [(kind, make) for kind, make in (
+                ("floor", partial(FloorRegister, dsn, shop.trace, shop.stable)),
+                ("ceiling", ceiling), ("http", http)) if kind not in skip]
+            variants = {"own": lambda i: [shop.registers[i].customer_id],
+                        "hot": lambda i: shop.hot}
 
-            def ceiling(n, customers_of):
-                return [lambda r=r, c=customers_of(i): CeilingRegister(ceiling_port, shop.key,
-                                                                       r, c)
-                        for i, r in enumerate(shop.registers[:n])]
-
-            def raw(n, customers_of):
-                return [lambda r=r, c=customers_of(i): FloorRegister(dsn, shop.trace, shop.stable,
-                                                                     r, c)
+            def registers(make, n: int, customers_of=None) -> list:
+                """`n` registers' factories, each register's customers `customers_of(i)` (its
+                own customer by default)."""
+                customers_of = customers_of or variants["own"]
+                return [lambda r=r, c=customers_of(i): make(r, c)
                         for i, r in enumerate(shop.registers[:n])]
 
             if needs_server:
-                play(http(8, lambda i: [shop.registers[i].customer_id]), seconds=3)  # warm up
+                play(registers(http, 8), seconds=3)  # warm up
             if "ceiling" not in skip:
-                play(ceiling(8, lambda i: [shop.registers[i].customer_id]), seconds=3)
-            variants = {"own": lambda i: [shop.registers[i].customer_id],
-                        "hot": lambda i: shop.hot}
+                play(registers(ceiling, 8), seconds=3)
             for variant, customers_of in variants.items():
                 if variant in skip:
                     continue
                 for n in counts:
-                    kinds = [(kind, factories) for kind, factories in (
-                        ("floor", raw), ("ceiling", ceiling), ("http", http)) if kind not in skip]
-                    tallies = {kind: Tally() for kind, _ in kinds}
-                    cpus = {kind: CpuSpent() for kind, _ in kinds}
-                    seconds_of = dict.fromkeys(tallies, 0.0)
-                    for turn in range(args.turns):
-                        for kind, factories in kinds if turn % 2 == 0 else kinds[::-1]:
-                            with MachineCpu() as cpu:
-                                tally, seconds = play(factories(n, customers_of),
-                                                      args.seconds / args.turns,
-                                                      processes=args.processes)
-                            tallies[kind].merge(tally)
-                            cpus[kind].add(cpu)
-                            seconds_of[kind] += seconds
-                    for kind, tally in tallies.items():
-                        result = summary(tally, seconds_of[kind], cpus[kind])
-                        report[f"{variant} {n} {kind}"] = result
-                        print(json.dumps({f"{variant} customers, {n} registers, {kind}": result}),
-                              flush=True)
+                    results = _in_turns(kinds, partial(registers, n=n, customers_of=customers_of),
+                                        args)
+                    for kind, result in results.items():
+                        _record(report, f"{variant} {n} {kind}",
+                                f"{variant} customers, {n} registers, {kind}", result)
             for n in paused:
                 with MachineCpu() as cpu:
-                    tally, elapsed = play(http(n, variants["own"]), args.seconds,
+                    tally, elapsed = play(registers(http, n), args.seconds,
                                           pause=args.pause_ms / 1000, processes=args.processes)
-                report[f"paused {n} http"] = summary(tally, elapsed, cpu)
-                print(json.dumps({f"{n} registers pausing, http": report[f"paused {n} http"]}),
-                      flush=True)
+                _record(report, f"paused {n} http", f"{n} registers pausing, http",
+                        summary(tally, elapsed, cpu))
             if compared:
-                ids = make_campaigns(url, shop, args.campaigns)
-                app = _bench_app(url)
-                report["quote in process"] = quote_costs(app, shop, ids, args.campaign_rounds,
-                                                         args.campaign_quotes)
-                print(json.dumps({"quote in process": report["quote in process"]}), flush=True)
-                for round_ in range(args.campaign_rounds):
-                    for active in (False, True):
-                        switch_campaigns(app, shop, ids, active)
-                        label = f"round {round_} {args.campaigns if active else 0} campaigns"
-                        tally, elapsed = play(http(compared[0], variants["own"]), args.seconds,
-                                              pause=args.pause_ms / 1000, processes=args.processes)
-                        report[label] = summary(tally, elapsed)
-                        print(json.dumps({label: report[label]}), flush=True)
-                app.extensions["engine"].dispose()
+                _campaign_runs(report, url, shop, registers(http, compared[0]), args)
     print(json.dumps(report, indent=1))
 
 
