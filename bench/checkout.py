@@ -46,7 +46,8 @@ from datetime import timedelta
 from functools import partial
 
 import psycopg2
-from harness import PEPPER, bench_database, gunicorn  # also puts the repository on sys.path
+# harness also puts the repository on sys.path
+from harness import PEPPER, bench_database, gunicorn, gunicorn_process
 from sqlalchemy import select, text
 
 import floor  # noqa: E402  (bench/floor.py)
@@ -400,15 +401,16 @@ class CeilingRegister(HttpRegister):
 
 
 @contextmanager
-def ceiling_server(url: str, shop: Shop, workers: int, kind: str):
+def ceiling_server(url: str, shop: Shop, workers: int, kind: str, **options):
     """bench/ceiling_app.py (`kind`: wsgi or flask) under the Procfile's gunicorn, replaying
-    `shop`'s trace."""
+    `shop`'s trace: its port and master process (harness.gunicorn_process, given `options`)."""
     with tempfile.NamedTemporaryFile(suffix=".pickle") as stored:
         pickle.dump((shop.trace, shop.stable), stored)
         stored.flush()
-        with gunicorn(url, workers=workers, serving=("--pythonpath", "bench", "ceiling_app:app"),
-                      BENCH_CEILING_TRACE=stored.name, BENCH_CEILING=kind) as port:
-            yield port
+        with gunicorn_process(url, workers, serving=("--pythonpath", "bench", "ceiling_app:app"),
+                              BENCH_CEILING_TRACE=stored.name, BENCH_CEILING=kind,
+                              **options) as served:
+            yield served
 
 
 class FloorRegister:
@@ -588,7 +590,7 @@ def main() -> None:
         with (gunicorn(url, workers=args.workers, **server_env) if needs_server
               else nullcontext()) as port, \
              (ceiling_server(url, shop, args.workers, args.ceiling) if "ceiling" not in skip
-              else nullcontext()) as ceiling_port:
+              else nullcontext((None, None))) as (ceiling_port, _):
             # Each kind makes a register of a floor.Register and its customers.
             http = partial(HttpRegister, port, shop.key)
             ceiling = partial(CeilingRegister, ceiling_port, shop.key)

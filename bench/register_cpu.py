@@ -19,7 +19,9 @@ counted).
 `--served` sends the checkouts over HTTP to each tree's gunicorn instead, started as the
 Procfile's `web` line with one worker, one connection a request as a register makes them, and
 counts that worker's CPU (or, with `--instructions`, its instructions): gunicorn's own part of
-a request is in the figure, the client's is not.
+a request is in the figure, the client's is not. With `--ceiling wsgi|flask` the serving
+stack's ceiling (bench/ceiling_app.py) is served beside as a third tree: what the app's
+requests cost a worker with nothing of the app.
 """
 from __future__ import annotations
 
@@ -54,9 +56,11 @@ _MASKED = re.compile(  # the balance, ids, keys, moments: what differs between t
 # One tree's side: a process serving checkouts on request
 
 def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: str,
-           log_level: str, served: str = "") -> None:
+           log_level: str, served: str = "", ceiling_terminal: str = "") -> None:
     """Checkouts through the Flask test client in this process, or, with `served` ("port
-    worker-pid"), through HTTP to a gunicorn worker, whose CPU is then the one counted."""
+    worker-pid"), through HTTP to a gunicorn worker, whose CPU is then the one counted; with
+    `ceiling_terminal`, that worker is bench/ceiling_app.py's, sent the same requests at its
+    paths (the terminal's, bench/checkout.py's CeilingRegister)."""
     headers = {"Authorization": f"Bearer {key}", "X-Loyalty-Pos-Key": pos_key,
                "Content-Type": "application/json"}
     if served:
@@ -86,13 +90,19 @@ def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: 
         return json.loads(response.get_data())
 
     def checkout(answers=None):
-        opened = post("/v1/checkout-sessions", {
+        token = uuid.uuid4()
+
+        def at(step: str, path: str) -> str:  # the app's path, or the ceiling's for the step
+            return (f"/ceiling/{token}/{customer}/{ceiling_terminal}/{step}" if ceiling_terminal
+                    else path)
+
+        opened = post(at("open", "/v1/checkout-sessions"), {
             "externalReceiptId": f"CPU-{uuid.uuid4().hex}", "customerId": customer,
             "cashier": {"externalId": cashier, "name": "Кассир"}}, answers)
         base = f"/v1/checkout-sessions/{opened['id']}"
-        quote = post(f"{base}/quote", {"lines": LINES}, answers)
-        post(f"{base}/hold", {"quoteId": quote["id"]}, answers)
-        post(f"{base}/commit", {"quoteId": quote["id"]}, answers)
+        quote = post(at("quote", f"{base}/quote"), {"lines": LINES}, answers)
+        post(at("hold", f"{base}/hold"), {"quoteId": quote["id"]}, answers)
+        post(at("commit", f"{base}/commit"), {"quoteId": quote["id"]}, answers)
 
     for command in sys.stdin:
         what, _, count = command.strip().partition(" ")
@@ -297,15 +307,19 @@ def _instructions(counted: dict, ask, count: int) -> dict:
 # Served: a tree's gunicorn as the Procfile starts it, with one worker
 
 def _serve(stack: ExitStack, url: str, tree: str, log_level: str,
-           instructions: bool) -> tuple[int, int]:
+           instructions: bool, ceiling=None) -> tuple[int, int]:
     """The tree's web line with one worker (bench/harness.py), under callgrind for
     `instructions` (its forked worker counted, counting off until asked), stopped with
-    `stack`: its port and its worker's pid."""
+    `stack`: its port and its worker's pid. `ceiling`, (kind, shop): the serving stack's
+    ceiling instead (bench/ceiling_app.py), replaying the shop's trace."""
+    from checkout import ceiling_server
     from harness import gunicorn_process
 
     wrapper = (*CALLGRIND, "--trace-children=yes") if instructions else ()
-    port, server = stack.enter_context(gunicorn_process(url, 1, tree=tree, wrapper=wrapper,
-                                                        LOG_LEVEL=log_level))
+    server = (ceiling_server(url, ceiling[1], 1, ceiling[0], wrapper=wrapper, LOG_LEVEL=log_level)
+              if ceiling else gunicorn_process(url, 1, tree=tree, wrapper=wrapper,
+                                               LOG_LEVEL=log_level))
+    port, server = stack.enter_context(server)
     [worker] = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
     return port, int(worker)
 
@@ -335,6 +349,10 @@ def main() -> None:
     parser.add_argument("--served", action="store_true",
                         help="through HTTP to each tree's gunicorn (the Procfile's web line, one "
                              "worker), counting the worker's CPU: gunicorn's part included")
+    parser.add_argument("--ceiling", choices=("wsgi", "flask"),
+                        help="with --served, the serving stack's ceiling as a third tree "
+                             "(bench/ceiling_app.py: the app's statements and answers, nothing "
+                             "of the app), bare or through Flask")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -346,10 +364,13 @@ def main() -> None:
 
     if args.served and args.profile:
         parser.error("--profile samples the process serving in process: not with --served")
+    if args.ceiling and not args.served:
+        parser.error("--ceiling is served: with --served")
     from checkout import seed  # also puts the repository on sys.path
     from harness import bench_database
 
-    trees = {"this": args.tree} | ({"baseline": args.baseline} if args.baseline else {})
+    trees = ({"this": args.tree} | ({"baseline": args.baseline} if args.baseline else {})
+             | ({"ceiling": args.tree} if args.ceiling else {}))
     with bench_database() as url, ExitStack() as servers:
         # Register 0 is the floor's (bench/floor.py captured a checkout and a return on it):
         # the trees take the next ones, alike.
@@ -358,9 +379,11 @@ def main() -> None:
         for (name, tree), register in zip(trees.items(), shop.registers[1:]):
             served = []
             if args.served:
+                ceiling = (args.ceiling, shop) if name == "ceiling" else None
                 port, counted[name] = _serve(servers, url, tree, args.log_level,
-                                             bool(args.instructions))
-                served = [f"{port} {counted[name]}"]  # as the child takes it
+                                             bool(args.instructions), ceiling)
+                # as the child takes them
+                served = [f"{port} {counted[name]}", register.terminal_id if ceiling else ""]
             children[name] = subprocess.Popen(
                 (CALLGRIND if args.instructions and not args.served else [])
                 + [sys.executable, __file__, "--child", tree, url, shop.key, register.pos_key,
@@ -375,7 +398,8 @@ def main() -> None:
 
         try:
             answers = {name: ask(name, "answers") for name in trees}
-            print(json.dumps({"same answers": len({json.dumps(a) for a in answers.values()}) == 1,
+            compared = [json.dumps(a) for name, a in answers.items() if name != "ceiling"]
+            print(json.dumps({"same answers": len(set(compared)) == 1,  # the ceiling's are canned
                               "answers": answers["this"]}, ensure_ascii=False, indent=1))
             for name in trees:
                 ask(name, "run 100")  # warm up: plans, caches
