@@ -92,6 +92,42 @@ def capture(app, headers: dict, register: Register, lines: list[dict]) -> Trace:
     return trace
 
 
+class CapturedIds:
+    """The values a trace's capture made (ids, idempotency keys, receipt ids), each replay's to
+    make anew, and which of them each step's statements carry."""
+
+    def __init__(self, trace: Trace, stable: set[str]):
+        self.trace = trace
+        # Ids the capture made (session, quote, hold, sale, entries, events...): every replay
+        # makes its own. Ids that existed before (company, key, store...) stay.
+        self.made = sorted({value for statements in trace.steps.values()
+                            for _, parameters, _ in statements for value in _flat(parameters)
+                            if isinstance(value, str) and UUID.match(value)
+                            and value not in stable})
+        # A value is carried whole or inside a JSON text (an event's payload).
+        self.in_step = {step: {value for value in (*self.made, *trace.volatile)
+                               if any(value in text for text in _texts(statements))}
+                        for step, statements in trace.steps.items()}
+
+    def fresh(self, register: Register, new_id=lambda captured: uuid.uuid4(),
+              step: str | None = None) -> dict:
+        """The captured values mapped to this checkout's: `new_id(captured)` gives each made
+        id, key and receipt its new one; with `step`, only those its statements carry
+        (bench/ceiling_app.py derives them from a token, request by request)."""
+        mine = self.trace.register
+        wanted = self.in_step[step] if step else None
+        fresh = {mine.customer_id: register.customer_id, mine.terminal_id: register.terminal_id,
+                 mine.pos_key: register.pos_key}
+        for value, kind in self.trace.volatile.items():
+            if wanted is None or value in wanted:
+                made = new_id(value).hex
+                fresh[value] = made if kind == "key" else f"FLOOR-{made}"
+        for value in self.made:
+            if wanted is None or value in wanted:
+                fresh.setdefault(value, str(new_id(value)))
+        return fresh
+
+
 class Replayer:
     """Replays a trace on one connection; each call to `checkout` is a fresh checkout."""
 
@@ -101,25 +137,7 @@ class Replayer:
         # COMMIT with its last: app/services/unit_of_work.py), so psycopg2 must add neither.
         self.connection.autocommit = True
         self.trace = trace
-        # Ids the capture made (session, quote, hold, sale, entries, events...): every replay
-        # makes its own. Ids that existed before (company, key, store...) stay.
-        self.made = sorted({value for statements in trace.steps.values()
-                            for _, parameters, _ in statements for value in _flat(parameters)
-                            if isinstance(value, str) and UUID.match(value)
-                            and value not in stable})
-
-    def fresh_ids(self, register: Register, new_id=lambda captured: uuid.uuid4()) -> dict:
-        """The captured values mapped to this checkout's: `new_id(captured)` gives each made
-        id, key and receipt its new one (bench/ceiling_app.py derives them from a token)."""
-        mine = self.trace.register
-        fresh = {mine.customer_id: register.customer_id, mine.terminal_id: register.terminal_id,
-                 mine.pos_key: register.pos_key}
-        for value, kind in self.trace.volatile.items():
-            made = new_id(value).hex
-            fresh[value] = made if kind == "key" else f"FLOOR-{made}"
-        for value in self.made:
-            fresh.setdefault(value, str(new_id(value)))
-        return fresh
+        self.ids = CapturedIds(trace, stable)
 
     def _value(self, value, fresh: dict, shift: timedelta):
         if isinstance(value, str):
@@ -157,7 +175,7 @@ class Replayer:
     def checkout(self, register: Register, steps, now: datetime, on_step) -> None:
         """One checkout of `steps` for `register`; `on_step(step)` is called as each step
         starts and returns a callable to call when it is done (the caller's timer)."""
-        fresh = self.fresh_ids(register)
+        fresh = self.ids.fresh(register)
         shift = now - self.trace.captured_at
         for step in steps:
             done = on_step(step)
@@ -170,7 +188,7 @@ class Replayer:
         `now` (seeding, not measuring; each step commits, as the app's did)."""
         with self.connection.cursor() as cursor:
             for index, register in enumerate(registers):
-                fresh = self.fresh_ids(register)
+                fresh = self.ids.fresh(register)
                 when = now - timedelta(days=days * (len(registers) - index) / len(registers))
                 shift = when - self.trace.captured_at
                 for step in STEPS if index % 10 == 9 else STEPS[:-1]:  # 1 in 10 returns
@@ -178,6 +196,11 @@ class Replayer:
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _texts(statements) -> list[str]:
+    return [value for _, parameters, _ in statements for value in _flat(parameters)
+            if isinstance(value, str)]
 
 
 def _flat(parameters):
