@@ -387,17 +387,23 @@ class HttpRegister:
         time.sleep(pause)
 
 
+def ceiling_path(token: uuid.UUID, customer: str, terminal: str, step: str) -> str:
+    """Where the ceiling (bench/ceiling_app.py) takes a checkout's step: the token names the
+    checkout, so any of its workers derives the same new ids for it."""
+    return f"/ceiling/{token}/{customer}/{terminal}/{step}"
+
+
 class CeilingRegister(HttpRegister):
     """A register of the serving stack's ceiling (bench/ceiling_app.py): the app's requests,
-    bodies and headers, each sent to the ceiling's path for its step, which names the checkout."""
+    bodies and headers, each sent to the ceiling's path for its step."""
 
     def checkout(self, tally: Tally, iteration: int, pause: float) -> None:
         self.token = uuid.uuid4()
         super().checkout(tally, iteration, pause)
 
     def _post(self, tally: Tally, step: str, method: str, path: str, body: dict):
-        return super()._post(tally, step, method, f"/ceiling/{self.token}/{self.customer}/"
-                             f"{self.register.terminal_id}/{step}", body)
+        return super()._post(tally, step, method, ceiling_path(
+            self.token, self.customer, self.register.terminal_id, step), body)
 
 
 @contextmanager

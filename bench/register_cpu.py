@@ -59,13 +59,15 @@ def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: 
            log_level: str, served: str = "", ceiling_terminal: str = "") -> None:
     """Checkouts through the Flask test client in this process, or, with `served` ("port
     worker-pid"), through HTTP to a gunicorn worker, whose CPU is then the one counted; with
-    `ceiling_terminal`, that worker is bench/ceiling_app.py's, sent the same requests at its
-    paths (the terminal's, bench/checkout.py's CeilingRegister)."""
+    `ceiling_terminal` (the register's terminal), that worker is bench/ceiling_app.py's, sent
+    the same requests at its paths."""
     headers = {"Authorization": f"Bearer {key}", "X-Loyalty-Pos-Key": pos_key,
                "Content-Type": "application/json"}
     if served:
         port, worker = map(int, served.split())
         send, app = _http(port), None
+        if ceiling_terminal:  # checkout imports this repository's app: a served child only
+            from checkout import ceiling_path
 
         def cpu_ms() -> float:
             return _cpu_ns(worker) / 1e6
@@ -93,8 +95,8 @@ def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: 
         token = uuid.uuid4()
 
         def at(step: str, path: str) -> str:  # the app's path, or the ceiling's for the step
-            return (f"/ceiling/{token}/{customer}/{ceiling_terminal}/{step}" if ceiling_terminal
-                    else path)
+            return ceiling_path(token, customer, ceiling_terminal, step) if ceiling_terminal \
+                else path
 
         opened = post(at("open", "/v1/checkout-sessions"), {
             "externalReceiptId": f"CPU-{uuid.uuid4().hex}", "customerId": customer,
