@@ -12,7 +12,8 @@ Reports
       --turns N, each in N turns of the floor and the app taking turns; with --ceiling, also
       the serving stack's ceiling (bench/ceiling_app.py): the floor's statements served over
       HTTP by the Procfile's gunicorn with nothing of the app, the most any app on this stack
-      can reach;
+      can reach; with --against CONFIG, also the app under another gunicorn config file (one
+      that builds on app/serving.py), so a change to serving is read in the same turns;
   (b) p50/p99 of each operation with 16 registers pausing 50 ms between steps;
   each phase with the CPU that PostgreSQL, gunicorn's workers and the registers spent a
   checkout (bench/machine_cpu.py): steadier than the rates on a shared machine.
@@ -518,6 +519,11 @@ def _arguments() -> argparse.Namespace:
                         help="in (a), also the serving stack's ceiling: the floor's statements "
                              "served by the Procfile's gunicorn with nothing of the app, as a "
                              "bare WSGI app or through Flask (bench/ceiling_app.py)")
+    parser.add_argument("--against", metavar="CONFIG",
+                        help="in (a), also the app served under this gunicorn config file (one "
+                             "that builds on app/serving.py, as bench/worker_sampler.py does), "
+                             "in the same turns: two separate runs differ by more than a change "
+                             "to serving moves the ratio (docs/performance.md, round twelve)")
     parser.add_argument("--rate-limit", default="off",
                         help="the server's API_RATE_LIMIT (all registers share one key, so a "
                              "limit meant to cost, not to refuse, is far above the load)")
@@ -578,6 +584,8 @@ def main() -> None:
     skip = {part for given in args.skip for part in given.split(",") if part}
     if not args.ceiling:
         skip.add("ceiling")
+    if not args.against:
+        skip.add("against")
     report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers,
               "rate_limit": args.rate_limit, "redis": bool(args.redis_url)}
     server_env = {"API_RATE_LIMIT": args.rate_limit,
@@ -596,13 +604,16 @@ def main() -> None:
         with (gunicorn(url, workers=args.workers, **server_env) if needs_server
               else nullcontext()) as port, \
              (ceiling_server(url, shop, args.workers, args.ceiling) if "ceiling" not in skip
-              else nullcontext((None, None))) as (ceiling_port, _):
+              else nullcontext((None, None))) as (ceiling_port, _), \
+             (gunicorn(url, workers=args.workers, config=args.against, **server_env)
+              if "against" not in skip else nullcontext()) as against_port:
             # Each kind makes a register of a floor.Register and its customers.
             http = partial(HttpRegister, port, shop.key)
             ceiling = partial(CeilingRegister, ceiling_port, shop.key)
             kinds = [(kind, make) for kind, make in (
                 ("floor", partial(FloorRegister, dsn, shop.trace, shop.stable)),
-                ("ceiling", ceiling), ("http", http)) if kind not in skip]
+                ("ceiling", ceiling), ("http", http),
+                ("against", partial(HttpRegister, against_port, shop.key))) if kind not in skip]
             variants = {"own": lambda i: [shop.registers[i].customer_id],
                         "hot": lambda i: shop.hot}
 
@@ -613,10 +624,9 @@ def main() -> None:
                 return [lambda r=r, c=customers_of(i): make(r, c)
                         for i, r in enumerate(shop.registers[:n])]
 
-            if needs_server:
-                play(registers(http, 8), seconds=3)  # warm up
-            if "ceiling" not in skip:
-                play(registers(ceiling, 8), seconds=3)
+            warmed = [http] if needs_server else []
+            for make in warmed + [make for kind, make in kinds if kind in ("ceiling", "against")]:
+                play(registers(make, 8), seconds=3)  # warm up
             for variant, customers_of in variants.items():
                 if variant in skip:
                     continue
