@@ -100,14 +100,13 @@ class CapturedIds:
         self.trace = trace
         # Ids the capture made (session, quote, hold, sale, entries, events...): every replay
         # makes its own. Ids that existed before (company, key, store...) stay.
-        self.made = sorted({value for statements in trace.steps.values()
-                            for _, parameters, _ in statements for value in _flat(parameters)
-                            if isinstance(value, str) and UUID.match(value)
-                            and value not in stable})
+        texts = {step: _texts(statements) for step, statements in trace.steps.items()}
+        self.made = sorted({value for step_texts in texts.values() for value in step_texts
+                            if UUID.match(value) and value not in stable})
         # A value is carried whole or inside a JSON text (an event's payload).
         self.in_step = {step: {value for value in (*self.made, *trace.volatile)
-                               if any(value in text for text in _texts(statements))}
-                        for step, statements in trace.steps.items()}
+                               if any(value in text for text in step_texts)}
+                        for step, step_texts in texts.items()}
 
     def fresh(self, register: Register, new_id=lambda captured: uuid.uuid4(),
               step: str | None = None) -> dict:
