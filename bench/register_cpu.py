@@ -92,11 +92,10 @@ def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: 
         return json.loads(response.get_data())
 
     def checkout(answers=None):
-        token = uuid.uuid4()
+        token = uuid.uuid4() if ceiling_terminal else None  # names the ceiling's checkout
 
         def at(step: str, path: str) -> str:  # the app's path, or the ceiling's for the step
-            return ceiling_path(token, customer, ceiling_terminal, step) if ceiling_terminal \
-                else path
+            return ceiling_path(token, customer, ceiling_terminal, step) if token else path
 
         opened = post(at("open", "/v1/checkout-sessions"), {
             "externalReceiptId": f"CPU-{uuid.uuid4().hex}", "customerId": customer,
