@@ -332,8 +332,14 @@ class HttpRegister:
         self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                         "X-Loyalty-Pos-Key": register.pos_key}
         self.connection = None
+        self.customer = None  # the customer of the checkout under way
+
+    def _path(self, step: str, path: str) -> str:
+        """Where `step` is sent: the app's own path."""
+        return path
 
     def _post(self, tally: Tally, step: str, method: str, path: str, body: dict):
+        path = self._path(step, path)
         done = tally.timer(step)
         for _ in range(2):  # a sync worker closes after each response: reconnect once
             if self.connection is None:
@@ -402,9 +408,8 @@ class CeilingRegister(HttpRegister):
         self.token = uuid.uuid4()
         super().checkout(tally, iteration, pause)
 
-    def _post(self, tally: Tally, step: str, method: str, path: str, body: dict):
-        return super()._post(tally, step, method, ceiling_path(
-            self.token, self.customer, self.register.terminal_id, step), body)
+    def _path(self, step: str, path: str) -> str:
+        return ceiling_path(self.token, self.customer, self.register.terminal_id, step)
 
 
 @contextmanager
@@ -609,10 +614,9 @@ def main() -> None:
               if "against" not in skip else nullcontext()) as against_port:
             # Each kind makes a register of a floor.Register and its customers.
             http = partial(HttpRegister, port, shop.key)
-            ceiling = partial(CeilingRegister, ceiling_port, shop.key)
             kinds = [(kind, make) for kind, make in (
                 ("floor", partial(FloorRegister, dsn, shop.trace, shop.stable)),
-                ("ceiling", ceiling), ("http", http),
+                ("ceiling", partial(CeilingRegister, ceiling_port, shop.key)), ("http", http),
                 ("against", partial(HttpRegister, against_port, shop.key))) if kind not in skip]
             variants = {"own": lambda i: [shop.registers[i].customer_id],
                         "hot": lambda i: shop.hot}
@@ -624,8 +628,10 @@ def main() -> None:
                 return [lambda r=r, c=customers_of(i): make(r, c)
                         for i, r in enumerate(shop.registers[:n])]
 
-            warmed = [http] if needs_server else []
-            for make in warmed + [make for kind, make in kinds if kind in ("ceiling", "against")]:
+            served = {kind: make for kind, make in kinds if kind != "floor"}
+            if needs_server:  # the paused runs use the app's server too
+                served["http"] = http
+            for make in served.values():
                 play(registers(make, 8), seconds=3)  # warm up
             for variant, customers_of in variants.items():
                 if variant in skip:
