@@ -106,10 +106,10 @@ def gunicorn_process(database_url: str, workers: int = 4, *, tree: Path = ROOT,
 
     The Procfile's web line (its worker, logger and metrics across workers: app/serving.py)
     on a port of its own with `workers` workers; `config`, else BENCH_GUNICORN_CONFIG, names
-    another config file that builds on it (bench/worker_sampler.py). `tree` serves another source tree (an
-    export of main) with this one's virtualenv; `wrapper` runs gunicorn under another program
-    (callgrind: bench/register_cpu.py), given ten minutes to start; `serving` names another
-    app for it to serve (bench/ceiling_app.py)."""
+    another config file that builds on it (bench/worker_sampler.py). `tree` serves another
+    source tree (an export of main) with this one's virtualenv; `wrapper` runs gunicorn under
+    another program (callgrind: bench/register_cpu.py), given ten minutes to start; `serving`
+    names another app for it to serve (bench/ceiling_app.py)."""
     port = _free_port()
     config = config or os.environ.get("BENCH_GUNICORN_CONFIG", "python:app.serving")
     command = [*wrapper, sys.executable, "-m", "gunicorn", "--config", config, *serving,
