@@ -30,12 +30,11 @@ _replayer: floor.Replayer | None = None  # each worker's, made after the fork
 def replay(path: str, pos_key: str, body: bytes) -> tuple[int, list, bytes]:
     """The request's statements replayed for its checkout; the app's captured answer."""
     global _replayer
-    _, _, token, customer, terminal, step = path.split("/")  # bench/checkout.py's ceiling_path
+    checkout, customer, terminal, step = floor.ceiling_step(path)
     json.loads(body)
     if _replayer is None:
         _replayer = floor.Replayer(DSN, TRACE, STABLE)
     register = floor.Register(pos_key, terminal, customer, "")
-    checkout = uuid.UUID(token)
     fresh = _replayer.ids.fresh(register, lambda captured: uuid.uuid5(checkout, captured), step)
     with _replayer.connection.cursor() as cursor:
         _replayer.replay_step(cursor, step, fresh, utcnow() - TRACE.captured_at)

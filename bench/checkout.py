@@ -394,12 +394,6 @@ class HttpRegister:
         time.sleep(pause)
 
 
-def ceiling_path(token: uuid.UUID, customer: str, terminal: str, step: str) -> str:
-    """Where the ceiling (bench/ceiling_app.py) takes a checkout's step: the token names the
-    checkout, so any of its workers derives the same new ids for it."""
-    return f"/ceiling/{token}/{customer}/{terminal}/{step}"
-
-
 class CeilingRegister(HttpRegister):
     """A register of the serving stack's ceiling (bench/ceiling_app.py): the app's requests,
     bodies and headers, each sent to the ceiling's path for its step."""
@@ -409,7 +403,7 @@ class CeilingRegister(HttpRegister):
         super().checkout(tally, iteration, pause)
 
     def _path(self, step: str, path: str) -> str:
-        return ceiling_path(self.token, self.customer, self.register.terminal_id, step)
+        return floor.ceiling_path(self.token, self.customer, self.register.terminal_id, step)
 
 
 @contextmanager

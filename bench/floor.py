@@ -35,6 +35,20 @@ class Register:
     cashier_id: str
 
 
+def ceiling_path(token: uuid.UUID, customer: str, terminal: str, step: str) -> str:
+    """Where the serving stack's ceiling (bench/ceiling_app.py) takes a checkout's step: the
+    token names the checkout, so any of its workers derives the same new ids for it."""
+    return f"/ceiling/{token}/{customer}/{terminal}/{step}"
+
+
+def ceiling_step(path: str) -> tuple[uuid.UUID, str, str, str]:
+    """`ceiling_path`'s parts again: the checkout's token, customer, terminal and step."""
+    _, ceiling, token, customer, terminal, step = path.split("/")
+    if ceiling != "ceiling" or step not in STEPS:
+        raise ValueError(f"not a ceiling's path: {path}")
+    return uuid.UUID(token), customer, terminal, step
+
+
 @dataclass
 class Trace:
     steps: dict[str, list[tuple[str, object, bool]]] = field(default_factory=dict)

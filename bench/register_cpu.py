@@ -66,8 +66,8 @@ def _child(tree: str, url: str, key: str, pos_key: str, customer: str, cashier: 
     if served:
         port, worker = map(int, served.split())
         send, app = _http(port), None
-        if ceiling_terminal:  # checkout imports this repository's app: a served child only
-            from checkout import ceiling_path
+        if ceiling_terminal:
+            from floor import ceiling_path
 
         def cpu_ms() -> float:
             return _cpu_ns(worker) / 1e6

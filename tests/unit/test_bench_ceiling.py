@@ -1,12 +1,15 @@
 """The ids the serving stack's ceiling (bench/ceiling_app.py) gives a replayed request: its
 workers share no state, so each derives a checkout's ids from the token its register sends,
 and maps only what the request's statements carry. A worker that derived other ids than the
-one before it would send a quote for a session that does not exist."""
+one before it would send a quote for a session that does not exist. And the ceiling reads its
+path back as its registers write it (bench/floor.py holds both halves)."""
 import importlib.util
 import json
 import sys
 import uuid
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 spec = importlib.util.spec_from_file_location("bench_floor", BENCH / "floor.py")
@@ -62,3 +65,17 @@ def test_a_whole_checkout_maps_every_made_value_afresh():
     fresh = floor.CapturedIds(_trace(), {COMPANY}).fresh(register)
     assert {SESSION, QUOTE, "key-open", "key-quote", "R-1"} <= set(fresh)
     assert len({fresh[SESSION], fresh[QUOTE], SESSION, QUOTE}) == 4
+
+
+def test_the_ceiling_reads_back_the_path_its_register_sends():
+    token = uuid.uuid4()
+    for step in floor.STEPS:
+        path = floor.ceiling_path(token, "customer-3", "terminal-3", step)
+        assert floor.ceiling_step(path) == (token, "customer-3", "terminal-3", step)
+
+
+@pytest.mark.parametrize("path", ["/v1/checkout-sessions/a/b/quote",
+                                  f"/ceiling/{uuid.uuid4()}/c/t/refund"])
+def test_a_path_not_of_the_ceiling_is_refused(path):
+    with pytest.raises(ValueError):
+        floor.ceiling_step(path)
