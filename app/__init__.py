@@ -109,7 +109,7 @@ def register_api(app: Flask) -> None:
     from app.api.document import document_operations
     from app.api.enums import register_named_enums
     from app.errors import register_error_handlers
-    from app.requests import register_request_hooks
+    from app.web.requests import register_request_hooks
 
     api = Api(app, spec_kwargs={"info": {"description": "Loyalty programme public API"}})
     register_named_enums(api)  # before the blueprints: their schemas are converted then
@@ -123,7 +123,7 @@ def register_api(app: Flask) -> None:
 
 
 def register_rate_limit(app: Flask, settings: Settings) -> None:
-    from app.rate_limit import register_rate_limit as register
+    from app.web.rate_limit import register_rate_limit as register
 
     register(app, settings)
 
@@ -139,7 +139,7 @@ def register_delivery(app: Flask, settings: Settings) -> None:
 
 
 def register_metrics(app: Flask) -> None:
-    from app.metrics import add_metrics_route
+    from app.web.metrics import add_metrics_route
 
     add_metrics_route(app)
 

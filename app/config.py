@@ -82,7 +82,7 @@ def _rate(value: str | None) -> str | None:
 def _trusted_proxies(value: str | None) -> str:
     """FORWARDED_ALLOW_IPS, gunicorn's setting: addresses or networks, or "*"."""
     value = (value or DEFAULT_TRUSTED_PROXIES).strip()
-    from app.proxies import trusted_networks
+    from app.web.proxies import trusted_networks
     try:
         trusted_networks(value)
     except ValueError as exc:

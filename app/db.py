@@ -137,7 +137,7 @@ def request_session() -> Session:
     """The session of the current request or job context, opened on first use: a
     RequestSession, which makes the ORM's own only if something uses it
     (app/services/sessions.py)."""
-    state = g._get_current_object()  # one proxy lookup, not two (app/requests.py)
+    state = g._get_current_object()  # one proxy lookup, not two (app/web/requests.py)
     session = state.get("db_session")
     if session is None:
         app = current_app._get_current_object()

@@ -35,7 +35,7 @@ logconfig_dict = {
     "formatters": {"json": {"()": "app.logs.JsonFormatter"}},
 }
 
-# --- metrics across workers (app.metrics) --------------------------------------------------------
+# --- metrics across workers (app.web.metrics) ----------------------------------------------------
 # Each worker writes its counts to files in PROMETHEUS_MULTIPROC_DIR, and a scrape answered by
 # any worker adds them all up. prometheus_client picks that mode when it is first imported, in
 # each worker after the fork, so the variable is set here, in the master, before any worker.

@@ -161,25 +161,31 @@ def _masked(response) -> str:
 
 # Where the CPU goes: a sampling of the stack on a timer of process time
 
+def _edge(*names: str) -> tuple[str, ...]:
+    """Our HTTP edge's modules where they are (app/web/) and where a baseline tree (an export
+    of `e2231c4`) has them (app/)."""
+    return tuple(f"app/{place}{name}" for name in names for place in ("web/", ""))
+
+
 LAYERS = (  # the first that a sampled stack passes through names its layer (innermost first)
-    ("logging", ("logging/__init__", "app/logs.py", "app/requests.py:_log")),
-    ("metrics", ("prometheus_client", "app/metrics.py")),
+    ("logging", ("logging/__init__", "app/logs.py", *_edge("requests.py:_log"))),
+    ("metrics", ("prometheus_client", *_edge("metrics.py"))),
     # The unit of work's statements, SQLAlchemy's session and psycopg2 (a C call is sampled
     # in the Python frame that made it).
     ("statement execution in the driver", ("psycopg2", "sqlalchemy", "unit_of_work.py",
                                            "driver_statements.py", "sql_literals.py",
                                            "text_transactions.py", "utc_timestamps.py")),
     ("JSON encoding", ("json/encoder", "json/__init__.py:dumps", "orjson")),
-    ("JSON decoding", ("json/decoder", "json/__init__.py:loads", "app/bodies.py")),
+    ("JSON decoding", ("json/decoder", "json/__init__.py:loads", *_edge("bodies.py"))),
     ("response building", ("app/api/base.py:json_response", "resources.py:as_json",
                            "werkzeug/wrappers/response", "werkzeug/datastructures")),
-    ("rate-limit lease", ("app/rate_limit.py", "flask_limiter")),
-    ("authentication", ("app/auth.py",)),
-    ("idempotency", ("app/idempotency.py",)),
+    ("rate-limit lease", (*_edge("rate_limit.py"), "flask_limiter")),
+    ("authentication", _edge("auth.py")),
+    ("idempotency", _edge("idempotency.py")),
     ("request parsing and validation", ("webargs", "marshmallow", "app/api/fields.py",
                                         "checkout_schemas", "app/api/validation")),
     ("the service", ("app/services/",)),
-    ("commit and the request's hooks", ("app/requests.py", "app/db.py")),
+    ("commit and the request's hooks", (*_edge("requests.py"), "app/db.py")),
 )
 
 

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from app.proxies import client_address
+from app.web.proxies import client_address
 from tests.test_procfile_web import web  # noqa: F401  (the fixture)
 
 FORGED = {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"}

@@ -7,7 +7,7 @@ operation declares its scope, idempotency range and interface-document markers.
         @blp.response(200, CompanyResponse)
         def get(self): ...
 
-`app.auth` reads the declared scope before the view runs (auth → scope → validation);
+`app.web.auth` reads the declared scope before the view runs (auth → scope → validation);
 `operations(app)` walks the same declarations for the interface document and the tests.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
 from app.api.compiled import ASK_THE_SCHEMA, compile_loader
-from app.bodies import json_body, raw_body
+from app.web.bodies import json_body, raw_body
 from app.services.errors import InvalidField
 from app.services.wire import compact_json
 
@@ -72,7 +72,7 @@ class Parser(FlaskParser):
     DEFAULT_VALIDATION_STATUS = 422
 
     def _raw_load_json(self, req):
-        # The one decoding every body gets (app.bodies), not webargs' own.
+        # The one decoding every body gets (app.web.bodies), not webargs' own.
         if not is_json_request(req):
             return missing
         body = json_body()
@@ -119,7 +119,7 @@ class Blueprint(flask_smorest.Blueprint):
         secret shown once): a key sent is a 422."""
 
         def decorator(func):
-            from app.idempotency import idempotent, refuse_key
+            from app.web.idempotency import idempotent, refuse_key
             given = idempotency is not _BY_METHOD and idempotency is not None
             key_range, required = (idempotency, idempotency_required) if given else (None, False)
             if (idempotency is _BY_METHOD and func.__name__ == "post" and scope is not None

@@ -8,7 +8,7 @@ from app.api.base import Blueprint
 from app.api.credentials_schemas import (CreateCredentialRequest, CredentialListResponse,
                                          IssuedCredentialResponse, RotateCredentialRequest)
 from app.db import request_session, utcnow
-from app.idempotency import SECRET_SHOWN_ONCE
+from app.web.idempotency import SECRET_SHOWN_ONCE
 from app.services.tenancy import credentials
 
 blp = Blueprint("credentials", __name__, url_prefix="/v1", description="API credentials")

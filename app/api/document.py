@@ -15,10 +15,10 @@ from flask import Flask
 from app.api.base import Api, CustomerExistsError, ErrorResponse, HTTPValidationError, operations
 from app.api.error_codes import ERROR_CODES, status_of
 from app.api.examples import add_examples
-from app.auth import BODY_METHODS, POS_KEY_MAX_LENGTH
+from app.web.auth import BODY_METHODS, POS_KEY_MAX_LENGTH
 
 _RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-# A key's request is also counted against its rate (app.rate_limit).
+# A key's request is also counted against its rate (app.web.rate_limit).
 AUTHENTICATED = ("missing_api_key", "invalid_api_key", "insufficient_scope", "terminal_inactive",
                  "rate_limited")
 WITH_BODY = ("bad_request", "payload_too_large", "unsupported_media_type")
@@ -117,7 +117,7 @@ def _register_components(api: Api, app: Flask) -> None:
 
 def document_operations(api: Api, app: Flask) -> None:
     """Write each declared operation's id, markers, headers, security and errors into the
-    interface document, from the same declarations that `app.auth` enforces."""
+    interface document, from the same declarations that `app.web.auth` enforces."""
     _register_components(api, app)
     paths = api.spec._paths  # apispec keeps no public way to amend a registered path
     for method, rule, operation in operations(app):

@@ -11,7 +11,7 @@ from flask.views import MethodView
 
 from app.api.base import Blueprint
 from app.api.cards import PKPASS_MEDIA_TYPE, wallet_signer
-from app.bodies import decode
+from app.web.bodies import decode
 from app.db import request_session, utcnow
 from app.models import Company, Customer
 from app.services.cards import card_page, passkit

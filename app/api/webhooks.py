@@ -8,7 +8,7 @@ from app.api.base import Blueprint
 from app.api.webhooks_schemas import (CreateWebhookEndpointRequest, IssuedWebhookEndpointResponse,
                                       RotateWebhookSecretRequest, WebhookEndpointListResponse)
 from app.db import request_session, utcnow
-from app.idempotency import SECRET_SHOWN_ONCE
+from app.web.idempotency import SECRET_SHOWN_ONCE
 from app.services.webhooks import endpoints
 
 blp = Blueprint("webhooks", __name__, url_prefix="/v1", description="Webhook endpoints")

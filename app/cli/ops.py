@@ -8,7 +8,7 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.db import utcnow
-from app.monitoring import status
+from app.web.monitoring import status
 
 ops_cli = AppGroup("ops", help="Running the service.")
 

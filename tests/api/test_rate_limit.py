@@ -196,7 +196,7 @@ def test_another_429_keeps_its_own_retry_after(settings, tenant):
 
 
 def test_a_process_forgets_leases_whose_window_ended(settings, monkeypatch):
-    from app import rate_limit
+    from app.web import rate_limit
 
     monkeypatch.setattr(rate_limit, "KEPT_LEASES", 2)
     per_key = create_app(replace(settings, api_rate_limit="6000/minute")).extensions["rate_limit"]

@@ -1,5 +1,5 @@
 """On PostgreSQL an idempotent request's record is taken by its first statement, the key's
-lookup (app/idempotency.py: Claim), without its fingerprint, which the completion writes. What
+lookup (app/web/idempotency.py: Claim), without its fingerprint, which the completion writes. What
 must hold: the record ends with its fingerprint, and a request refused after the lookup keeps
 no record, so its retry is not told the key is in use or was used with another body."""
 import pytest

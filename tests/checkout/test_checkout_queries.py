@@ -55,7 +55,7 @@ STATEMENTS = {"open": 5, "quote": 7, "hold": 9, "release": 9, "commit": 15, "ret
 # with the next statement (UnitOfWork.defer): one round trip carries them all. The request's
 # BEGIN travels with its first statement and its COMMIT with the last writes (the bracketed
 # ones); a request with nothing to write sends its COMMIT alone. The idempotency record is
-# taken by the key's lookup (app/idempotency.py: Claim), the session's move by the statement
+# taken by the key's lookup (app/web/idempotency.py: Claim), the session's move by the statement
 # that reads its context (statements.StateMove), with the quote's catalog flags, the commit's
 # capture of the hold and the account's lock of a hold or a commit.
 #   open     key + record, checks, [session + record's answer]

@@ -135,7 +135,7 @@ def authenticate(session: Session, key: str, *, pepper: str, now: datetime,
                  pos_key: str | None = None, claim=None) -> KeyHolder | None:
     """The holder of a key, or None. One indexed lookup, which also finds the active terminal
     `pos_key` names when one is given; a malformed key costs none. `claim` (an idempotency
-    record to take for the key's company: app/idempotency.py's Claim) rides with it, and
+    record to take for the key's company: app/web/idempotency.py's Claim) rides with it, and
     learns whether it was taken."""
     if not keys.is_well_formed(key):
         return None

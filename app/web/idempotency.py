@@ -19,7 +19,7 @@ from sqlalchemy import bindparam, cast, delete, exists, insert, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 
-from app.bodies import json_body, raw_body
+from app.web.bodies import json_body, raw_body
 from app.db import conflict_insert, request_session, utcnow
 from app.models import IdempotencyRecord
 from app.services.errors import Conflict, InvalidField
@@ -50,7 +50,7 @@ _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_stat
 
 
 # Taken with the key: on PostgreSQL an idempotent request's record is inserted by the request's
-# first statement, the key's lookup (app/auth.py), which saves the claim its own round trip.
+# first statement, the key's lookup (app/web/auth.py), which saves the claim its own round trip.
 # The body is read only after the key's checks (CONTRACT §2), so the record is taken without
 # its fingerprint (NO_FINGERPRINT) and the completion writes it. No other request sees the
 # record in between: the completion commits with it, and an error rolls both back (no
@@ -163,7 +163,8 @@ def idempotent(low: int, high: int, required: bool = True):
     def decorator(view):
         @wraps(view)
         def wrapper(*args, **kwargs):
-            # The request, the app and `g` themselves: each use of a proxy costs (app/requests.py).
+            # The request, the app and `g` themselves: each use of a proxy costs
+            # (app/web/requests.py).
             req, app = request._get_current_object(), current_app._get_current_object()
             state = g._get_current_object()
             key = _key(req, low, high, required)

@@ -11,10 +11,10 @@ from flask import Flask, Request, Response, current_app, g, request
 from werkzeug.exceptions import NotFound as NoRoute
 from werkzeug.routing import RequestRedirect
 
-from app.auth import authenticate_request
+from app.web.auth import authenticate_request
 from app.delivery_queue import hand_over_events
-from app.metrics import observe_request
-from app.proxies import client_address
+from app.web.metrics import observe_request
+from app.web.proxies import client_address
 from app.services.errors import InvalidField, NotFound
 
 log = logging.getLogger("app.requests")

@@ -19,9 +19,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy.orm import Session
 
-from app.auth import Unauthorized, bearer_key
+from app.web.auth import Unauthorized, bearer_key
 from app.db import utcnow
-from app.monitoring import database_figures, worker_heartbeat
+from app.web.monitoring import database_figures, worker_heartbeat
 from app.services.errors import NotFound
 from app.services.operations import gauges
 

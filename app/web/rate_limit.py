@@ -97,7 +97,7 @@ def _count() -> None:
     or 403 never gets this far): from the process's lease, else by Flask-Limiter's own check,
     which takes a new lease, falls back to memory while the store is away, and raises
     RateLimitExceeded over the limit."""
-    # `g` and the app themselves: each read through a proxy costs (app/requests.py).
+    # `g` and the app themselves: each read through a proxy costs (app/web/requests.py).
     state = g._get_current_object()
     if state.get("principal") is None:
         return
@@ -110,7 +110,7 @@ def _count() -> None:
 
 
 def register_rate_limit(app: Flask, settings: Settings) -> None:
-    """After the request hooks (app.requests), so the key is known when the limit is counted:
+    """After the request hooks (app.web.requests), so the key is known when the limit is counted:
     401 and 403 come first, then 413/415, then 429, then the body's 422 (CONTRACT §2)."""
     if settings.api_rate_limit is None:
         return

@@ -25,7 +25,7 @@ UNREADABLE = (ParseException, OSError)
 
 def raw_body() -> bytes:
     """The current request's body as sent, read once."""
-    req = request._get_current_object()  # one proxy lookup, not a failed one (app/requests.py)
+    req = request._get_current_object()  # one proxy lookup, not a failed one (app/web/requests.py)
     return read_framed(lambda: req.get_data(cache=True))
 
 
@@ -40,7 +40,7 @@ def read_framed(read):
 
 def json_body():
     """The decoded body of the current request; None when it has none."""
-    state = g._get_current_object()  # one proxy lookup, not three (app/requests.py)
+    state = g._get_current_object()  # one proxy lookup, not three (app/web/requests.py)
     if "json_body" not in state:
         state.json_body = decode(raw_body())
     return state.json_body

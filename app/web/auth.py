@@ -6,9 +6,9 @@ from __future__ import annotations
 from flask import Request, current_app
 
 from app.api.base import declared_operation
-from app.bodies import raw_body, read_framed
+from app.web.bodies import raw_body, read_framed
 from app.db import request_session, utcnow
-from app.idempotency import claim_ahead
+from app.web.idempotency import claim_ahead
 from app.services.errors import DomainError, Forbidden, InvalidField
 from app.services.tenancy import credentials
 
@@ -31,7 +31,7 @@ def bearer_key(req: Request) -> str:
 
 
 def authenticate_request(req: Request, state) -> None:
-    """`req` and `state` are the request and its `g` themselves (app/requests.py)."""
+    """`req` and `state` are the request and its `g` themselves (app/web/requests.py)."""
     if not req.path.startswith("/v1/"):
         return
     app = current_app._get_current_object()
@@ -49,7 +49,7 @@ def authenticate_request(req: Request, state) -> None:
     state.principal = holder
     state.company_id = holder.company_id
     if claim is not None:
-        state.claim = claim  # the idempotent view's (app/idempotency.py)
+        state.claim = claim  # the idempotent view's (app/web/idempotency.py)
 
     if operation is not None and operation.scope and operation.scope not in holder.scopes:
         raise Forbidden(f"this key lacks the scope {operation.scope}", code="insufficient_scope",
