@@ -49,6 +49,22 @@ def test_the_workers_samples_by_layer_gunicorns_own_loop_a_layer_of_its_own(tmp_
         "gunicorn (waiting, accepting, parsing, the WSGI environ, writing, closing)": "20.0 %"}
 
 
+def test_the_edges_modules_keep_their_layers_in_app_web_and_in_a_baseline_tree():
+    """app/web/ since the edge became a package; app/ in an export of e2231c4, which
+    --baseline profiles beside this tree."""
+    flask = f"{SITE}/flask/app.py:wsgi_app"
+    for module, function, layer in (("auth.py", "authenticate_request", "authentication"),
+                                    ("idempotency.py", "wrapper", "idempotency"),
+                                    ("bodies.py", "decode", "JSON decoding"),
+                                    ("metrics.py", "observe_request", "metrics"),
+                                    ("rate_limit.py", "lease", "rate-limit lease"),
+                                    ("requests.py", "_log", "logging"),
+                                    ("requests.py", "_finish", "commit and the request's hooks")):
+        for place in ("app/web/", "app/"):
+            stack = [f"/srv/{place}{module}:{function}", flask]
+            assert register_cpu._layer(stack) == layer, (place, module, function)
+
+
 def test_py_spys_samples_count_only_what_serves_a_request(tmp_path):
     served = ";".join(f"SyncWorker.{f} ({SITE}/gunicorn/workers/sync.py:1)"
                       for f in ("run", "handle", "handle_request"))
