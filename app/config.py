@@ -5,8 +5,10 @@ on a combination that would be unsafe in production.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -82,12 +84,20 @@ def _rate(value: str | None) -> str | None:
 def _trusted_proxies(value: str | None) -> str:
     """FORWARDED_ALLOW_IPS, gunicorn's setting: addresses or networks, or "*"."""
     value = (value or DEFAULT_TRUSTED_PROXIES).strip()
-    from app.web.proxies import trusted_networks
     try:
         trusted_networks(value)
     except ValueError as exc:
         raise ConfigError(f"FORWARDED_ALLOW_IPS must list addresses or networks, got {value!r}") from exc
     return value
+
+
+@lru_cache(maxsize=16)
+def trusted_networks(setting: str) -> tuple | None:
+    """The networks FORWARDED_ALLOW_IPS names; None for "*" (every peer is trusted)."""
+    entries = [entry.strip() for entry in setting.split(",") if entry.strip()]
+    if "*" in entries:
+        return None
+    return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
 
 
 def _positive(env: dict, name: str, default: int) -> int:

@@ -11,13 +11,7 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 
-@lru_cache(maxsize=16)
-def trusted_networks(setting: str) -> tuple | None:
-    """The networks FORWARDED_ALLOW_IPS names; None for "*" (every peer is trusted)."""
-    entries = [entry.strip() for entry in setting.split(",") if entry.strip()]
-    if "*" in entries:
-        return None
-    return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
+from app.config import trusted_networks
 
 
 @lru_cache(maxsize=1024)

@@ -53,3 +53,30 @@ def test_retention_and_metrics_settings():
     assert given.outbox_retention_days == 7 and given.metrics_token == "scrape-me"
     with pytest.raises(ConfigError, match="OUTBOX_RETENTION_DAYS"):
         Settings.from_env({"OUTBOX_RETENTION_DAYS": "0"})
+
+
+@pytest.mark.parametrize("given, networks", [
+    ("", ["127.0.0.1/32", "::1/128"]),  # gunicorn's default: a proxy on this host
+    ("10.0.0.0/8, 192.0.2.7", ["10.0.0.0/8", "192.0.2.7/32"]),
+    ("*", None),
+])
+def test_trusted_proxies_are_read_as_networks(given, networks):
+    from app.config import trusted_networks
+
+    setting = Settings.from_env({"FORWARDED_ALLOW_IPS": given}).forwarded_allow_ips
+    found = trusted_networks(setting)
+    assert (None if found is None else [str(network) for network in found]) == networks
+
+
+@pytest.mark.parametrize("given", ["proxy.internal", "10.0.0.0/33", "127.0.0.1,, nginx"])
+def test_a_trusted_proxy_that_is_no_address_is_a_config_error(given):
+    with pytest.raises(ConfigError, match="FORWARDED_ALLOW_IPS"):
+        Settings.from_env({"FORWARDED_ALLOW_IPS": given})
+
+
+def test_the_settings_import_nothing_of_the_http_edge():
+    # The settings are read by the worker, the CLI and gunicorn's config alike; the edge
+    # (app/web/) reads them, not the other way round.
+    from tests.unit.test_import_graph import import_graph
+
+    assert not {m for m in import_graph()["app.config"] if m.startswith("app.web")}
