@@ -8,12 +8,25 @@ import tempfile
 from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
-# The platform's convention: WEB_CONCURRENCY sizes the web process; 4 sync workers otherwise.
-workers = int(os.environ.get("WEB_CONCURRENCY") or 4)
-# gunicorn's sync worker, telling of a request it cannot parse without quoting it (CONTRACT §12)
-# and answering every connection already made before a graceful stop, so a rolling restart
-# behind nginx fails no request (§19): app/serving_worker.py.
+# The platform's convention: WEB_CONCURRENCY sizes the web process (processes), WEB_THREADS
+# each process's threads. Two processes of two threads on a host of two cores: a process runs
+# one thread's Python at a time while the other waits on PostgreSQL. Measured under the
+# register's load against four one-thread processes: 2 x 2 and 2 x 4 served 6-8 % more
+# checkouts, 4 x 2 3 %, 2 x 8 5 % fewer; 2 x 4 paid for it in the paused registers' p99 (the
+# threads of a process queue for its interpreter), 2 x 2 did not (docs/performance.md, round
+# fourteen).
+workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
+threads = int(os.environ.get("WEB_THREADS") or 2)
+# gunicorn's threaded worker, telling of a request it cannot parse without quoting it
+# (CONTRACT §12) and answering every connection already made before a graceful stop, so a
+# rolling restart behind nginx fails no request (§19): app/serving_worker.py.
 worker_class = "app.serving_worker.WebWorker"
+# A client's connection is kept for its next request (a register's next step, nginx's next
+# request to this instance): no connect and close a request. What the gain is made of: without
+# keep-alive the same threads served no more than the sync worker did. nginx closes an idle
+# connection to an instance after 1 s (deploy/nginx/loyalty.conf), before this, so it never
+# sends a request on one this side is closing.
+keepalive = 5
 # SIGTERM: requests in flight finish within this many seconds (CONTRACT §16).
 graceful_timeout = 30
 # gunicorn's control socket lives under the home directory, shared by every gunicorn on the

@@ -1,8 +1,9 @@
 """The web's gunicorn worker and logger (app.serving). The logger is gunicorn's, building no
-access log line (ServingLog); the worker is gunicorn's sync worker, which
+access log line (ServingLog); the worker is gunicorn's threaded worker (gthread: a few threads
+a process, each connection kept open between requests while its client keeps it), which
 
 - reads gunicorn's settings once, as it starts serving, and gives the arbiter its heartbeat
-  once a second rather than before each connection (SettledConfig, WebWorker.notify): both
+  once a second rather than each time its loop wakes (SettledConfig, WebWorker.notify): both
   were paid on every request;
 
 - tells of a request it cannot parse by the error's name and the request's method, never the
@@ -12,17 +13,20 @@ access log line (ServingLog); the worker is gunicorn's sync worker, which
   Authorization header (CONTRACT §12). Every parse error is told by its name instead, whatever
   it carries, so an error gunicorn adds later is covered too;
 - on a graceful stop, answers every connection already made to it before it exits (§19).
-  gunicorn's own sync worker stops accepting at SIGTERM and exits once its request is done. The
-  listening socket stays open in the workers until the last one exits, so the kernel goes on
-  completing connections into its queue meanwhile, and they are reset when it closes: behind
-  nginx, each is a request already sent (nginx never resends a POST), answered 502. This worker
-  takes what is queued, answers it, and closes its socket as soon as the queue is empty; once
-  every worker has, new connections are refused, and nginx sends those to the next instance.
-  Between the queue found empty and the socket closed, a busy machine may deschedule the worker
-  for milliseconds, and a connection the kernel completes then would be reset with its request:
-  so when the whole instance stops, the first worker to drain first makes the listening socket
-  drop every new connection's packets (a socket filter), and nothing joins the queue after it.
-  The client's connection attempt is refused on its retry, once the socket is closed."""
+  gunicorn's own worker stops accepting at SIGTERM and exits once the connections it holds are
+  done. The listening socket stays open in the workers until the last one exits, so the kernel
+  goes on completing connections into its queue meanwhile, and they are reset when it closes:
+  behind nginx, each is a request already sent (nginx never resends a POST), answered 502. This
+  worker takes what is queued, answers it, and closes its socket as soon as the queue is empty;
+  once every worker has, new connections are refused, and nginx sends those to the next
+  instance. Between the queue found empty and the socket closed, a busy machine may deschedule
+  the worker for milliseconds, and a connection the kernel completes then would be reset with
+  its request: so when the whole instance stops, the first worker to drain first makes the
+  listening socket drop every new connection's packets (a socket filter), and nothing joins the
+  queue after it. The client's connection attempt is refused on its retry, once the socket is
+  closed. A connection kept open at the stop is answered with `Connection: close` if a request
+  comes on it within gunicorn's two seconds, and closed after them; nginx closes its idle ones
+  to an instance sooner (deploy/nginx/loyalty.conf), so it never sends on one being closed."""
 from __future__ import annotations
 
 import ctypes
@@ -36,7 +40,7 @@ import time
 from gunicorn.glogging import Logger
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
-from gunicorn.workers.sync import SyncWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 # A method as registers and browsers send them; anything else read as one is not shown either.
 _PLAIN_METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
@@ -46,8 +50,9 @@ SO_ATTACH_FILTER = getattr(socket, "SO_ATTACH_FILTER", 26)  # Linux's
 _DROP_EVERY_PACKET = struct.pack("HBBI", 0x06, 0, 0, 0)
 
 
-class WebWorker(SyncWorker):
+class WebWorker(ThreadWorker):
     _notified = float("-inf")  # when the arbiter's heartbeat was last given (notify)
+    _drained = False
 
     def handle_error(self, req, client, addr, exc):
         if isinstance(exc, ParseException):
@@ -60,31 +65,47 @@ class WebWorker(SyncWorker):
     def run(self):
         self.cfg = SettledConfig(self.cfg)
         super().run()
-        self.answer_what_is_queued()
 
     def notify(self):
-        # The arbiter's heartbeat: a file's time set, a system call, before each connection
-        # the sync worker takes. The arbiter looks for one within `timeout` (30 s): once a
-        # second is as good.
+        # The arbiter's heartbeat: a file's time set, a system call, each time the worker's
+        # loop wakes (for every connection and every answer). The arbiter looks for one within
+        # `timeout` (30 s): once a second is as good.
         now = time.monotonic()
         if now - self._notified >= 1:
             super().notify()
             self._notified = now
 
+    def set_accept_enabled(self, enabled):
+        # gunicorn's loop stops accepting here, once at a stop (and while it holds as many
+        # connections as it may, which is not a stop): what is queued is taken first.
+        stopping = not enabled and not self.alive and not self._drained
+        if stopping:
+            self._drained = True
+            self.answer_what_is_queued()
+        super().set_accept_enabled(enabled)
+        if stopping:
+            for listener in self.sockets:
+                listener.close()
+
     def answer_what_is_queued(self) -> None:
+        """Accept every connection the kernel completed, for the thread pool to answer before
+        the worker exits (gunicorn's stop waits for the connections it holds)."""
         for listener in self.sockets:
             if _instance_stopping(listener):
                 _take_no_new_connections(listener)
+            listener.setblocking(False)
             while True:
-                self.notify()
                 try:
-                    self.accept(listener)
+                    client, address = listener.accept()
                 except OSError as error:
                     if error.errno in _QUEUE_EMPTY:
                         break
                     if error.errno != errno.ECONNABORTED:  # that one gone: take the next
                         raise
-            listener.close()
+                    continue
+                self.nr_conns += 1
+                client.setblocking(True)
+                self.enqueue_req(TConn(self.cfg, client, address, listener.getsockname()))
 
 
 class SettledConfig:

@@ -1,7 +1,7 @@
 """The serving stack's ceiling: a WSGI app served as the Procfile's web line serves ours
 (gunicorn, its worker and logger, app/serving.py) that does for each of the register's requests
 only what no app can leave out. It reads and decodes the body, sends the very statements the
-app sends for that request (bench/floor.py's replay, on one connection of its own per worker),
+app sends for that request (bench/floor.py's replay, on one connection of its own per thread),
 and answers the app's own answer to it, captured. No authentication, idempotency, validation,
 rules, Flask or SQLAlchemy: what the app costs beyond this is ours; what this costs beyond the
 floor is the stack's (HTTP, gunicorn, a connection a request).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import threading
 import uuid
 
 import floor
@@ -24,16 +25,16 @@ from app.db import utcnow
 with open(os.environ["BENCH_CEILING_TRACE"], "rb") as stored:
     TRACE, STABLE = pickle.load(stored)
 DSN = os.environ["DATABASE_URL"].replace("postgresql+psycopg2://", "postgresql://")
-_replayer: floor.Replayer | None = None  # each worker's, made after the fork
+_serving = threading.local()  # each thread's replayer, made after the fork
 
 
 def replay(path: str, pos_key: str, body: bytes) -> tuple[int, list, bytes]:
     """The request's statements replayed for its checkout; the app's captured answer."""
-    global _replayer
     checkout, customer, terminal, step = floor.ceiling_step(path)
     json.loads(body)
+    _replayer = getattr(_serving, "replayer", None)
     if _replayer is None:
-        _replayer = floor.Replayer(DSN, TRACE, STABLE)
+        _replayer = _serving.replayer = floor.Replayer(DSN, TRACE, STABLE)
     register = floor.Register(pos_key, terminal, customer, "")
     fresh = _replayer.ids.fresh(register, lambda captured: uuid.uuid5(checkout, captured), step)
     with _replayer.connection.cursor() as cursor:

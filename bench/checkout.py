@@ -1,5 +1,5 @@
-"""Whole checkouts at the register, from concurrent registers, against gunicorn (4 sync
-workers, the Procfile's web line: app/serving.py) + PostgreSQL, beside the raw-SQL floor
+"""Whole checkouts at the register, from concurrent registers, against gunicorn (the
+Procfile's web line: app/serving.py) + PostgreSQL, beside the raw-SQL floor
 measured in the same run.
 
 A checkout is: open a session → quote 4 lines → hold → commit; every 10th also returns a
@@ -341,7 +341,7 @@ class HttpRegister:
     def _post(self, tally: Tally, step: str, method: str, path: str, body: dict):
         path = self._path(step, path)
         done = tally.timer(step)
-        for _ in range(2):  # a sync worker closes after each response: reconnect once
+        for _ in range(2):  # a kept connection the server closed meanwhile: reconnect once
             if self.connection is None:
                 self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
             try:
@@ -502,7 +502,8 @@ def _arguments() -> argparse.Namespace:
                              "app alternating (floor, app, app, floor, ...), so the machine's "
                              "drift within a run falls on both alike (each turn starts its "
                              "registers anew: their start is counted in every turn, alike)")
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="gunicorn's processes (default: the Procfile's, app/serving.py)")
     parser.add_argument("--processes", type=int, default=16,
                         help="load generator processes: registers are separate machines, so "
                              "up to 16 run one each and the generator's own GIL adds no wait")
@@ -585,7 +586,7 @@ def main() -> None:
         skip.add("ceiling")
     if not args.against:
         skip.add("against")
-    report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers,
+    report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers or "the Procfile's",
               "rate_limit": args.rate_limit, "redis": bool(args.redis_url)}
     server_env = {"API_RATE_LIMIT": args.rate_limit,
                   **({"REDIS_URL": args.redis_url} if args.redis_url else {})}

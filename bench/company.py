@@ -42,7 +42,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="gunicorn's processes (default: the Procfile's)")
     args = parser.parse_args()
     with bench_database() as url:
         key = flask_command(url, "demo")

@@ -6,7 +6,7 @@ database, the queries the API runs:
 
 - search by phone (the register's lookup): the service's query, and its EXPLAIN ANALYZE time;
 - a directory page (page + total) filtered by a name fragment and by a phone fragment;
-- and, for the whole path, GET /v1/customers/search under gunicorn (4 sync workers).
+- and, for the whole path, GET /v1/customers/search under gunicorn (the Procfile's serving).
 
 Targets: search p99 < 5 ms; a filtered page < 50 ms. Run on demand:
 
@@ -252,7 +252,7 @@ def measure_http(database_url: str, company_id: str, phones: list[str], seconds:
                         "--scopes", "customers:read")
     SEARCH_PHONES[:] = random.Random(11).sample(phones, 20_000)
     headers = [{"Authorization": f"Bearer {key}"}] * clients
-    with gunicorn(database_url, workers=4) as port:
+    with gunicorn(database_url) as port:
         closed_loop(search_by_phone, port, headers, seconds=2)  # warm up
         result = closed_loop(search_by_phone, port, headers, seconds=seconds).summary()
     latency = result["latency_ms"]["GET /v1/customers/search"]

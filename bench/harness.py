@@ -93,19 +93,19 @@ def wait_until_serving(port: int, timeout: float = 30) -> None:
 
 
 @contextmanager
-def gunicorn(database_url: str, workers: int = 4, **env):
+def gunicorn(database_url: str, workers: int | None = None, **env):
     with gunicorn_process(database_url, workers, **env) as (port, _):
         yield port
 
 
 @contextmanager
-def gunicorn_process(database_url: str, workers: int = 4, *, tree: Path = ROOT,
+def gunicorn_process(database_url: str, workers: int | None = None, *, tree: Path = ROOT,
                      wrapper: tuple[str, ...] = (), serving: tuple[str, ...] = ("wsgi:app",),
                      config: str | None = None, **env):
     """As `gunicorn`, yielding the master process too (its children are the workers).
 
     The Procfile's web line (its worker, logger and metrics across workers: app/serving.py)
-    on a port of its own with `workers` workers; `config`, else BENCH_GUNICORN_CONFIG, names
+    on a port of its own with `workers` processes (None: the Procfile's number); `config`, else BENCH_GUNICORN_CONFIG, names
     another config file that builds on it (bench/worker_sampler.py). `tree` serves another
     source tree (an export of main) with this one's virtualenv; `wrapper` runs gunicorn under
     another program (callgrind: bench/register_cpu.py), given ten minutes to start; `serving`
@@ -113,7 +113,8 @@ def gunicorn_process(database_url: str, workers: int = 4, *, tree: Path = ROOT,
     port = _free_port()
     config = config or os.environ.get("BENCH_GUNICORN_CONFIG", "python:app.serving")
     command = [*wrapper, sys.executable, "-m", "gunicorn", "--config", config, *serving,
-               "-b", f"127.0.0.1:{port}", "-w", str(workers), "--log-level", "warning"]
+               "-b", f"127.0.0.1:{port}", *(("-w", str(workers)) if workers else ()),
+               "--log-level", "warning"]
     process = subprocess.Popen(command, cwd=tree, env=environment(database_url, **env),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -324,7 +324,7 @@ def registers(app, url: str, key: str, rounds: int, seconds: float, repeat: int,
         return [lambda r=r: checkout.HttpRegister(port, shop.key, r, [r.customer_id])
                 for r in shop.registers[:TERMINALS]]
 
-    with gunicorn(url, workers=4) as port:
+    with gunicorn(url) as port:
         checkout.play(shop_of_its_own(port)[:8], seconds=3)  # warm up
         built = True  # as the migrations leave them
         for round_ in range(rounds):

@@ -115,7 +115,7 @@ class Register:
         while True:
             started = time.monotonic()
             try:
-                # A fresh connection each time: gunicorn's sync workers close it anyway.
+                # A fresh connection each time, as a register that keeps none makes them.
                 response = requests.post(self.api.base_url + path, json=body, headers=headers,
                                          timeout=35)
                 status, wait = response.status_code, retry_after(response)

@@ -157,8 +157,8 @@ def test_d_gunicorn_worker_killed_mid_stream(deployment, figures):
     web_workers = int(deployment.settings["WEB_CONCURRENCY"])
     with CheckoutStream(deployment.registers, "D") as stream:
         time.sleep(2)
-        # Every gunicorn worker held in a request (a sync worker serves one at a time): the
-        # kill cuts one short.
+        # Requests held in every gunicorn process (waiting on the locked accounts): the kill
+        # cuts those of one short.
         with deployment.accounts_locked([r.customer_id for r in deployment.registers]):
             deployment.wait_for_lock_waiters(web_workers)
             os.kill(children(deployment.web.pid)[0], signal.SIGKILL)

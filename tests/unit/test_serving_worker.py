@@ -1,5 +1,5 @@
-"""The web worker (app/serving_worker.py): its graceful stop (once the whole instance stops, the
-listening socket completes no new connection, while those already queued are answered), its
+"""The web worker (app/serving_worker.py): its graceful stop (what is queued is answered, and
+once the whole instance stops, the listening socket completes no new connection), its
 settings read once (in the loop it serves from) and its heartbeat given once a second; its logger
 builds no access line."""
 from __future__ import annotations
@@ -108,11 +108,53 @@ def test_the_logger_builds_no_access_line_even_where_gunicorn_would():
 
 
 def test_the_worker_serves_with_its_settings_settled(monkeypatch):
-    from gunicorn.workers.sync import SyncWorker
+    from gunicorn.workers.gthread import ThreadWorker
 
     worker = WebWorker.__new__(WebWorker)
-    worker.cfg, worker.sockets = Config(), []  # nothing queued to answer after serving
+    worker.cfg, worker.sockets = Config(), []
     serving_with = []
-    monkeypatch.setattr(SyncWorker, "run", lambda self: serving_with.append(self.cfg))
+    monkeypatch.setattr(ThreadWorker, "run", lambda self: serving_with.append(self.cfg))
     worker.run()
     assert isinstance(serving_with[0], SettledConfig)
+
+
+def _stopping_worker(listener) -> tuple[WebWorker, list]:
+    """A worker told to stop, its loop's poller holding `listener`; what it hands its
+    threads is recorded, not served."""
+    import selectors
+
+    worker = WebWorker.__new__(WebWorker)
+    worker.cfg, worker.sockets, worker.nr_conns = Config(), [listener], 0
+    worker.poller, worker._accepting, worker.alive = selectors.DefaultSelector(), False, True
+    handed = []
+    worker.enqueue_req = handed.append
+    worker.set_accept_enabled(True)  # as its loop starts
+    worker.alive = False  # SIGTERM
+    return worker, handed
+
+
+def test_a_stopping_worker_answers_every_connection_already_queued_then_closes_its_socket():
+    listener = socket.create_server(("127.0.0.1", 0), backlog=8)
+    port = listener.getsockname()[1]
+    queued = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+    worker, handed = _stopping_worker(listener)
+    worker.set_accept_enabled(False)  # gunicorn's loop, once it has left serving
+    assert len(handed) == 3 and worker.nr_conns == 3
+    queued[0].sendall(b"POST")
+    assert handed[0].sock.recv(4) == b"POST"  # the queued connection itself, to be answered
+    assert listener.fileno() == -1  # closed: once every worker's is, connections are refused
+    worker.set_accept_enabled(False)  # asked again (gunicorn does at its end): nothing more
+    assert len(handed) == 3
+    for sock in [*queued, *(conn.sock for conn in handed)]:
+        sock.close()
+
+
+def test_a_worker_at_its_connection_limit_takes_nothing_early():
+    listener = socket.create_server(("127.0.0.1", 0), backlog=8)
+    queued = socket.create_connection(("127.0.0.1", listener.getsockname()[1]))
+    worker, handed = _stopping_worker(listener)
+    worker.alive = True  # serving, at worker_connections: gunicorn stops accepting for a while
+    worker.set_accept_enabled(False)
+    assert handed == [] and listener.fileno() != -1
+    for sock in (queued, listener):
+        sock.close()
