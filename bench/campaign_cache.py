@@ -1,5 +1,5 @@
 """The per-process campaign cache (CONTRACT §15), against PostgreSQL under gunicorn with one
-sync worker, so that every request meets the same cache:
+worker process, so that every request meets the same cache:
 
   (a) the first quote after a campaign change, at a company with 100 live campaigns of 1,000
       skus and 100 categories each: each round renames one campaign (PATCH, which moves the

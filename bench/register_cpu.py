@@ -137,7 +137,7 @@ class _Answer:
 
 
 def _http(port: int):
-    """A register's POST, one connection each, as gunicorn's sync worker serves them."""
+    """A register's POST, one connection each (a register that keeps none)."""
     def send(path: str, data: bytes, headers: dict) -> _Answer:
         connection = http.client.HTTPConnection("127.0.0.1", port)
         try:
