@@ -17,8 +17,8 @@ from redis import Redis
 from rq import Queue, Worker
 
 from tests.deployed.backing_services import ThrowawayPostgres, ThrowawayRedis
-from tests.deployed.procfile import (ProcfileProcess, process_environment, procfile_lines,
-                                     run_line)
+from tests.deployed.procfile import (ProcfileProcess, holding_connections, process_environment,
+                                     procfile_lines, run_line)
 from tests.deployed.receiver import WebhookReceiver
 from tests.deployed.registers import Api, open_shop
 from tests.ports import free_port
@@ -170,6 +170,13 @@ class Deployment:
         while self.query(waiting)[0][0] < count:
             assert time.monotonic() < deadline, f"{count} requests never waited on the locks"
             time.sleep(0.05)
+
+    def web_processes_waiting_on_locks(self, pids: list[int]) -> list[int]:
+        """Which of `pids` (web processes) have a request whose statement waits on a lock: a
+        thread of theirs holds the session's connection (its client port)."""
+        ports = {port for (port,) in self.query(
+            "SELECT client_port FROM pg_stat_activity WHERE wait_event_type = 'Lock'")}
+        return holding_connections(pids, ports)
 
     def recorded_events(self) -> dict[str, str]:
         """Every event in the outbox: id → type."""

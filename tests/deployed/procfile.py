@@ -123,3 +123,23 @@ def run_line(command: str, env: dict[str, str], timeout: float = 120) -> str:
         raise RuntimeError(f"`{command}` exited {result.returncode}:\n{result.stdout}\n"
                            f"{result.stderr}")
     return result.stdout
+
+
+def holding_connections(pids: list[int], local_ports: set[int]) -> list[int]:
+    """Which of `pids` hold a TCP socket bound to one of `local_ports` on this host (read from
+    /proc: a socket's inode in the process's descriptors, its port in /proc/net/tcp)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) in local_ports:
+                inodes.add(f"socket:[{fields[9]}]")
+    holding = []
+    for pid in pids:
+        try:
+            held = {os.readlink(entry) for entry in Path(f"/proc/{pid}/fd").iterdir()}
+        except OSError:
+            continue
+        if held & inodes:
+            holding.append(pid)
+    return holding

@@ -157,11 +157,13 @@ def test_d_gunicorn_worker_killed_mid_stream(deployment, figures):
     web_workers = int(deployment.settings["WEB_CONCURRENCY"])
     with CheckoutStream(deployment.registers, "D") as stream:
         time.sleep(2)
-        # Requests held in every gunicorn process (waiting on the locked accounts): the kill
-        # cuts those of one short.
+        # Requests held in flight (waiting on the locked accounts): the kill cuts short those
+        # of a process that holds one (its threads serve several at a time).
         with deployment.accounts_locked([r.customer_id for r in deployment.registers]):
             deployment.wait_for_lock_waiters(web_workers)
-            os.kill(children(deployment.web.pid)[0], signal.SIGKILL)
+            holding = deployment.web_processes_waiting_on_locks(children(deployment.web.pid))
+            assert holding, "no web process holds a waiting request"
+            os.kill(holding[0], signal.SIGKILL)
             killed = time.monotonic()
             time.sleep(0.5)
         time.sleep(4)
