@@ -30,9 +30,9 @@ a process, each connection kept open between requests while its client keeps it)
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
 import re
+import select
 import socket
 import struct
 import time
@@ -40,11 +40,10 @@ import time
 from gunicorn.glogging import Logger
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
-from gunicorn.workers.gthread import TConn, ThreadWorker
+from gunicorn.workers.gthread import ThreadWorker
 
 # A method as registers and browsers send them; anything else read as one is not shown either.
 _PLAIN_METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
-_QUEUE_EMPTY = (errno.EAGAIN, errno.EWOULDBLOCK)
 SO_ATTACH_FILTER = getattr(socket, "SO_ATTACH_FILTER", 26)  # Linux's
 # A classic BPF program of one instruction, BPF_RET | BPF_K with k = 0: keep no byte of any packet.
 _DROP_EVERY_PACKET = struct.pack("HBBI", 0x06, 0, 0, 0)
@@ -89,23 +88,16 @@ class WebWorker(ThreadWorker):
 
     def answer_what_is_queued(self) -> None:
         """Accept every connection the kernel completed, for the thread pool to answer before
-        the worker exits (gunicorn's stop waits for the connections it holds)."""
+        the worker exits (gunicorn's stop waits for the connections it holds). A listening
+        socket is readable while its queue holds one; gunicorn's `accept` takes it."""
         for listener in self.sockets:
             if _instance_stopping(listener):
                 _take_no_new_connections(listener)
-            listener.setblocking(False)
-            while True:
-                try:
-                    client, address = listener.accept()
-                except OSError as error:
-                    if error.errno in _QUEUE_EMPTY:
-                        break
-                    if error.errno != errno.ECONNABORTED:  # that one gone: take the next
-                        raise
-                    continue
-                self.nr_conns += 1
-                client.setblocking(True)
-                self.enqueue_req(TConn(self.cfg, client, address, listener.getsockname()))
+            listener.setblocking(False)  # a connection gone meanwhile must not block `accept`
+            queued = select.poll()  # not select.select: it fails on descriptors past 1024
+            queued.register(listener.fileno(), select.POLLIN)
+            while queued.poll(0):
+                self.accept(listener)
 
 
 class SettledConfig:

@@ -143,7 +143,7 @@ def test_a_stopping_worker_answers_every_connection_already_queued_then_closes_i
     queued[0].sendall(b"POST")
     assert handed[0].sock.recv(4) == b"POST"  # the queued connection itself, to be answered
     assert listener.fileno() == -1  # closed: once every worker's is, connections are refused
-    worker.set_accept_enabled(False)  # asked again (gunicorn does at its end): nothing more
+    worker.set_accept_enabled(False)  # asked again: the socket is not drained twice
     assert len(handed) == 3
     for sock in [*queued, *(conn.sock for conn in handed)]:
         sock.close()
