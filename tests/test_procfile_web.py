@@ -1,7 +1,8 @@
 """The Procfile's `web` line as deployed (gunicorn with app.serving): no log line carries a card
 token or a gift-card code (they travel in the URL path), a chunked body over the limit is a
 413 and one with broken framing a 400, a doubled slash is a 404 (never a redirect to the Host
-header), gunicorn leaves no control socket under the home directory, and every line is JSON."""
+header), gunicorn leaves no control socket under the home directory, every line is JSON, and a
+client's connection is kept for its next request."""
 from __future__ import annotations
 
 import http.client
@@ -200,3 +201,21 @@ def test_every_line_is_json_and_each_request_is_logged_once(web):
                for line in lines)
     mentions = [line for line in lines if "health-check-1" in json.dumps(line)]
     assert len(mentions) == 3 and all(line["route"] == "/health" for line in mentions)
+
+
+def test_a_connection_is_kept_for_the_clients_next_request(web):
+    """The registers' gain (docs/performance.md, round fourteen): no connect and close a
+    request. The second request travels on the first one's socket."""
+    host, _, port = web[0].removeprefix("http://").partition(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        sockets = []
+        for _ in range(2):
+            connection.request("GET", "/health")
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200 and response.getheader("Connection") != "close"
+            sockets.append(connection.sock.getsockname())  # http.client reconnects if closed
+        assert sockets[0] == sockets[1]
+    finally:
+        connection.close()

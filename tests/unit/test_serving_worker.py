@@ -158,3 +158,19 @@ def test_a_worker_at_its_connection_limit_takes_nothing_early():
     assert handed == [] and listener.fileno() != -1
     for sock in (queued, listener):
         sock.close()
+
+
+def test_nginx_drops_an_idle_connection_before_an_instance_closes_it():
+    """What keeps a rolling restart whole with kept connections: nginx never sends a POST on a
+    connection the instance is closing, because it drops its idle ones first, both while the
+    instance serves (its keepalive) and while it stops (gunicorn's linger for kept ones)."""
+    import re
+    from pathlib import Path
+
+    from gunicorn.workers import gthread
+
+    from app import serving
+
+    site = (Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "loyalty.conf").read_text()
+    [nginx_idle] = re.findall(r"^\s*keepalive_timeout\s+(\d+)s;", site, re.MULTILINE)
+    assert int(nginx_idle) < gthread.STOP_KEEPALIVE_LINGER <= serving.keepalive
