@@ -341,12 +341,13 @@ class HttpRegister:
     def _post(self, tally: Tally, step: str, method: str, path: str, body: dict):
         path = self._path(step, path)
         done = tally.timer(step)
+        # A retry is the same request: it keeps its key, so one that took effect is replayed.
+        headers = {**self.headers, "Idempotency-Key": uuid.uuid4().hex}
         for _ in range(2):  # a kept connection the server closed meanwhile: reconnect once
             if self.connection is None:
                 self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
             try:
-                self.connection.request(method, path, body=json.dumps(body), headers={
-                    **self.headers, "Idempotency-Key": uuid.uuid4().hex})
+                self.connection.request(method, path, body=json.dumps(body), headers=headers)
                 response = self.connection.getresponse()
                 data = response.read()
                 break
