@@ -9,8 +9,11 @@ on PostgreSQL and other processes' queueing.
 Each tree's answers to one scripted checkout are compared byte for byte (ids, times and the
 request id masked; header names, their order and every other byte kept): `same answers`.
 `--profile N` instead samples where N checkouts of this tree spend their CPU, by layer;
-`--classify-workers DIR` sorts by the same layers the samples bench/worker_sampler.py took of
-gunicorn's workers under bench/checkout.py (gunicorn's own part of a request included).
+`--classify RAW…` sorts by the same layers py-spy's samples of the Procfile's workers under
+bench/checkout.py (`py-spy record -p WORKER -f raw --gil --nonblocking`: the threads holding
+the interpreter), gunicorn's own part a layer of its own; `--classify-workers DIR` those
+bench/worker_sampler.py took of sync workers (its timer's handler runs in a process's main
+thread: under the threaded worker, gunicorn's loop, not the threads that serve).
 `--instructions N` instead counts the machine instructions N checkouts of each tree execute in
 its process (valgrind's callgrind, switched on for those checkouts alone): the same count run
 after run whatever else the machine does, so a change of half a percent shows, where process
@@ -231,16 +234,29 @@ def _layer(stack: list[str], outside: str = "test client and the bench (not unde
     return "WSGI and Flask"
 
 
-# Where a worker waits on the database: py-spy cannot tell that from psycopg2's own C work.
-WAITING = ("app/services/unit_of_work.py:UnitOfWork._send",
-           "sqlalchemy/engine/default.py:DefaultDialect.do_")
 _PY_SPY_FRAME = re.compile(r"^(.*) \((.*?)(?::\d+)?\)$")
 
 
 def classify(files: list[str]) -> dict:
-    """py-spy's samples of the served requests, by layer: share of the CPU samples."""
-    return _shares(_stacks(files), lambda stack: any("handle_request" in f for f in stack),
-                   "WSGI and Flask", waiting=WAITING)
+    """py-spy's samples of the Procfile's workers, by layer: share of the samples taken while
+    a worker serves (its loop and its threads; not its loading the app, nor a thread that waits
+    for work). Recorded with `--gil`, only the thread holding the interpreter is sampled: the
+    threaded worker's CPU in Python, each thread's own (psycopg2's and the kernel's work with
+    the interpreter let go is not counted); without it py-spy counts a wait inside a C call as
+    running."""
+    return _shares(_stacks(files), _serving, GUNICORN)
+
+
+GUNICORN = "gunicorn (its loop, the thread pool, parsing, the WSGI environ, writing)"
+
+
+def _serving(stack: list[str]) -> bool:
+    """Whether a sampled stack (innermost frame first) is a worker's serving, not its waiting
+    for the next connection or request."""
+    return (any("gunicorn/workers/" in frame and frame.endswith((".run", ".handle"))
+                for frame in stack)
+            and not stack[0].endswith(("selectors.py:EpollSelector.select",
+                                       "selectors.py:PollSelector.select")))
 
 
 def classify_workers(directory: str) -> dict:
@@ -263,16 +279,13 @@ def _stacks(files: list[str]):
                     for f in reversed(frames.split(";"))], int(count))
 
 
-def _shares(stacks, served, outside: str, waiting: tuple[str, ...] = ()) -> dict:
+def _shares(stacks, served, outside: str) -> dict:
     from collections import Counter
 
     samples: Counter = Counter()
     for stack, count in stacks:
         if not served(stack):
-            continue  # not serving (py-spy: waiting for a connection; the sampler: booting)
-        if any(stack[0].startswith(place) for place in waiting):
-            samples["waiting for PostgreSQL (or psycopg2's C code)"] += count
-            continue
+            continue  # not serving (waiting for a connection or a request; booting)
         samples[_layer(stack, outside)] += count
     total = sum(samples.values())
     return {"samples": total,
@@ -346,7 +359,7 @@ def main() -> None:
                         help="count the instructions of N checkouts of each tree (callgrind)")
     parser.add_argument("--classify", nargs="+", metavar="RAW",
                         help="instead: py-spy's raw (collapsed) samples of gunicorn's workers, "
-                             "by layer (py-spy record -p WORKER -f raw --nonblocking)")
+                             "by layer (py-spy record -p WORKER -f raw --gil --nonblocking)")
     parser.add_argument("--classify-workers", metavar="DIR",
                         help="instead: bench/worker_sampler.py's samples of gunicorn's "
                              "workers, by layer")

@@ -66,16 +66,24 @@ def test_the_edges_modules_keep_their_layers_in_app_web_and_in_a_baseline_tree()
 
 
 def test_py_spys_samples_count_only_what_serves_a_request(tmp_path):
-    served = ";".join(f"SyncWorker.{f} ({SITE}/gunicorn/workers/sync.py:1)"
-                      for f in ("run", "handle", "handle_request"))
+    thread = (f"Thread.run (threading.py:982);_worker (concurrent/futures/thread.py:83);"
+              f"ThreadWorker.handle ({SITE}/gunicorn/workers/gthread.py:1)")
+    loop = (f"Worker.init_process ({SITE}/gunicorn/workers/base.py:1);"
+            f"ThreadWorker.run ({SITE}/gunicorn/workers/gthread.py:2)")
     raw = tmp_path / "raw.txt"
     # A frame's text may hold a line break other than "\n" (py-spy quotes what it reads).
-    raw.write_bytes(f"{served};Flask.wsgi_app ({SITE}/flask/app.py:9);"
-                    f"dumps ({SITE}/../json/encoder.py:3) 4\n"
-                    f"SyncWorker.run ({SITE}/gunicorn/workers/sync.py:1);"
-                    f"select (<built-in>);read \x1c\r( (<string>) 9\n".encode())
-    assert register_cpu.classify([str(raw)]) == {"samples": 4,
-                                                 "share": {"JSON encoding": "100.0 %"}}
+    raw.write_bytes(
+        f"{thread};ThreadWorker.handle_request ({SITE}/gunicorn/workers/gthread.py:3);"
+        f"Flask.wsgi_app ({SITE}/flask/app.py:9);dumps ({SITE}/../json/encoder.py:3) 4\n"
+        f"{thread};Parser.__next__ ({SITE}/gunicorn/http/parser.py:4);"
+        f"read \x1c\r( (<string>) 3\n"
+        f"{loop};PollableMethodQueue.run_callbacks ({SITE}/gunicorn/workers/gthread.py:5) 2\n"
+        f"{loop};EpollSelector.select (selectors.py:468) 9\n"  # waiting for a request
+        f"Worker.init_process ({SITE}/gunicorn/workers/base.py:1);"
+        f"Worker.load_wsgi ({SITE}/gunicorn/workers/base.py:6);<module> (app/__init__.py:1) 5\n"
+        .encode())
+    assert register_cpu.classify([str(raw)]) == {"samples": 9, "share": {
+        "JSON encoding": "44.4 %", register_cpu.GUNICORN: "55.6 %"}}
 
 
 def test_the_sampler_writes_what_the_classifier_reads(tmp_path, monkeypatch):
