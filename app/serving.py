@@ -9,14 +9,15 @@ from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # The platform's convention: WEB_CONCURRENCY sizes the web process (processes), WEB_THREADS
-# each process's threads. Two processes of two threads on a host of two cores: a process runs
-# one thread's Python at a time while the other waits on PostgreSQL. Measured under the
-# register's load against four one-thread processes: 2 x 2 and 2 x 4 served 6-8 % more
-# checkouts, 4 x 2 3 %, 2 x 8 5 % fewer; 2 x 4 paid for it in the paused registers' p99 (the
-# threads of a process queue for its interpreter), 2 x 2 did not (docs/performance.md, round
-# fourteen).
-workers = int(os.environ.get("WEB_CONCURRENCY") or 2)
-threads = int(os.environ.get("WEB_THREADS") or 2)
+# each process's threads. Three processes of one thread on a host of two cores: while one waits
+# on PostgreSQL the others run, and a process of one thread serves each request in its own loop
+# (app/serving_worker.py). Measured under the register's load against two processes of two
+# threads: 3 x 1 served 5 % more checkouts for 10 % less of the workers' CPU a checkout, 2 x 1
+# 2.5 % more, 4 x 1 3 % fewer (docs/performance.md, round fifteen); against four sync
+# workers, 2 x 2 served 6-8 % more, 2 x 4 as much but with the paused registers' p99 over
+# 25 ms, 2 x 8 5 % fewer (round fourteen).
+workers = int(os.environ.get("WEB_CONCURRENCY") or 3)
+threads = int(os.environ.get("WEB_THREADS") or 1)
 # gunicorn's threaded worker, telling of a request it cannot parse without quoting it
 # (CONTRACT §12) and answering every connection already made before a graceful stop, so a
 # rolling restart behind nginx fails no request (§19): app/serving_worker.py.

@@ -1,7 +1,14 @@
 """The web's gunicorn worker and logger (app.serving). The logger is gunicorn's, building no
-access log line (ServingLog); the worker is gunicorn's threaded worker (gthread: a few threads
-a process, each connection kept open between requests while its client keeps it), which
+access log line (ServingLog); the worker is gunicorn's threaded worker (gthread: each
+connection kept open between requests while its client keeps it, watched by the worker's loop),
+which
 
+- with one thread (WEB_THREADS=1, the Procfile's), serves each request in that loop, where
+  gthread hands it to a pool thread and the answer back: a wakeup of each and their turns at
+  the interpreter, on every request. A new connection's first bytes are awaited by the loop's
+  selector, so a client that connects and says nothing holds up no other; a request that has
+  begun is read to its end with the loop waiting, as gunicorn's sync worker does (nginx sends
+  an instance whole requests), and the arbiter's timeout is over each request again;
 - reads gunicorn's settings once, as it starts serving, and gives the arbiter its heartbeat
   once a second rather than each time its loop wakes (SettledConfig, WebWorker.notify): both
   were paid on every request;
@@ -33,14 +40,16 @@ import ctypes
 import os
 import re
 import select
+import selectors
 import socket
 import struct
 import time
+from functools import partial
 
 from gunicorn.glogging import Logger
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import DEFAULT_WORKER_DATA_TIMEOUT, ThreadWorker
 
 # A method as registers and browsers send them; anything else read as one is not shown either.
 _PLAIN_METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
@@ -52,6 +61,19 @@ _DROP_EVERY_PACKET = struct.pack("HBBI", 0x06, 0, 0, 0)
 class WebWorker(ThreadWorker):
     _notified = float("-inf")  # when the arbiter's heartbeat was last given (notify)
     _drained = False
+
+    def enqueue_req(self, conn):
+        # One thread: served here, in the loop (above); a new connection once it has spoken.
+        if self.cfg.threads > 1:
+            return super().enqueue_req(conn)
+        if not conn.initialized and not conn.data_ready:
+            conn.sock.setblocking(False)
+            conn.timeout = time.monotonic() + DEFAULT_WORKER_DATA_TIMEOUT
+            self.pending_conns.append(conn)
+            self.poller.register(conn.sock, selectors.EVENT_READ,
+                                 partial(self.on_pending_socket_readable, conn))
+            return
+        self.finish_request(conn, _Served(self.handle(conn)))
 
     def handle_error(self, req, client, addr, exc):
         if isinstance(exc, ParseException):
@@ -98,6 +120,20 @@ class WebWorker(ThreadWorker):
             queued.register(listener.fileno(), select.POLLIN)
             while queued.poll(0):
                 self.accept(listener)
+
+
+class _Served:
+    """A request served in the loop, as `finish_request` reads a pool thread's future: its
+    answer whether to keep the connection."""
+
+    def __init__(self, keep):
+        self._keep = keep
+
+    def cancelled(self) -> bool:
+        return False
+
+    def result(self):
+        return self._keep
 
 
 class SettledConfig:

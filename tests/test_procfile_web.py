@@ -219,3 +219,22 @@ def test_a_connection_is_kept_for_the_clients_next_request(web):
         assert sockets[0] == sockets[1]
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("web", [{"WEB_THREADS": "1"}, {"WEB_THREADS": "2"}], indirect=True)
+def test_a_silent_connection_holds_up_no_other_client(web):
+    """A client that connects and says nothing yet (one process, WEB_CONCURRENCY=1) does not
+    keep the process from answering another; once it speaks, it is answered too. Served in the
+    worker's own loop (one thread) as from its pool (two)."""
+    host, _, port = web[0].removeprefix("http://").partition(":")
+    silent = socket.create_connection((host, int(port)), timeout=30)
+    other = http.client.HTTPConnection(host, int(port), timeout=3)  # sooner than gunicorn's 5 s
+    try:
+        time.sleep(0.2)  # the silent one accepted first
+        other.request("GET", "/health")
+        assert other.getresponse().status == 200
+        silent.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert silent.makefile("rb").readline().startswith(b"HTTP/1.1 200")
+    finally:
+        other.close()
+        silent.close()

@@ -174,3 +174,52 @@ def test_nginx_drops_an_idle_connection_before_an_instance_closes_it():
     site = (Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "loyalty.conf").read_text()
     [nginx_idle] = re.findall(r"^\s*keepalive_timeout\s+(\d+)s;", site, re.MULTILINE)
     assert int(nginx_idle) < gthread.STOP_KEEPALIVE_LINGER <= serving.keepalive
+
+
+def _worker_of_one_thread() -> WebWorker:
+    """A worker of one thread (WEB_THREADS=1) as its loop has it, with no thread pool at all:
+    a request handed to one would fail."""
+    import selectors
+    from collections import deque
+
+    worker = WebWorker.__new__(WebWorker)
+    worker.cfg = Config()
+    worker.cfg.set("threads", 1)
+    worker.poller, worker.tpool, worker.nr_conns = selectors.DefaultSelector(), None, 1
+    worker.pending_conns, worker.keepalived_conns, worker.alive = deque(), deque(), True
+    return worker
+
+
+def test_a_worker_of_one_thread_serves_a_request_in_its_own_loop(monkeypatch):
+    import threading
+
+    from gunicorn.workers.gthread import TConn
+
+    worker, served_in = _worker_of_one_thread(), []
+    monkeypatch.setattr(worker, "handle",
+                        lambda conn: served_in.append(threading.get_ident()) or False)
+    ours, theirs = socket.socketpair()
+    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conn.data_ready = True  # its request has come
+    theirs.close()  # the client is gone once answered: closing lingers for nothing
+    worker.enqueue_req(conn)
+    assert served_in == [threading.get_ident()]
+    assert worker.nr_conns == 0 and ours.fileno() == -1  # answered; not kept, as handle said
+
+
+def test_a_new_connection_of_a_worker_of_one_thread_waits_in_its_selector(monkeypatch):
+    """A client that connects and sends nothing yet holds up no other client of the process:
+    its first bytes are awaited by the loop's selector, not read with the loop blocked."""
+    from gunicorn.workers.gthread import TConn
+
+    worker, served = _worker_of_one_thread(), []
+    monkeypatch.setattr(worker, "handle", lambda conn: served.append(conn) or False)
+    ours, theirs = socket.socketpair()
+    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    worker.enqueue_req(conn)
+    assert served == [] and list(worker.pending_conns) == [conn]
+    theirs.sendall(b"GET /health HTTP/1.1\r\n\r\n")
+    [(key, _)] = worker.poller.select(5)
+    key.data(key.fileobj)  # the loop dispatches the readable connection
+    assert served == [conn] and not worker.pending_conns
+    theirs.close()
