@@ -12,8 +12,9 @@ request id masked; header names, their order and every other byte kept): `same a
 `--classify RAW…` sorts by the same layers py-spy's samples of the Procfile's workers under
 bench/checkout.py (`py-spy record -p WORKER -f raw --gil --nonblocking`: the threads holding
 the interpreter), gunicorn's own part a layer of its own; `--classify-workers DIR` those
-bench/worker_sampler.py took of sync workers (its timer's handler runs in a process's main
-thread: under the threaded worker, gunicorn's loop, not the threads that serve).
+bench/worker_sampler.py took (its timer's handler runs in a process's main thread: the
+Procfile's worker of one thread, which serves in its loop, or a sync worker; not a pool's
+threads, with WEB_THREADS above one).
 `--instructions N` instead counts the machine instructions N checkouts of each tree execute in
 its process (valgrind's callgrind, switched on for those checkouts alone): the same count run
 after run whatever else the machine does, so a change of half a percent shows, where process
@@ -262,9 +263,12 @@ def _serving(stack: list[str]) -> bool:
 def classify_workers(directory: str) -> dict:
     """bench/worker_sampler.py's samples of gunicorn's workers, by layer: what a worker spends
     once it serves (its loop: waiting, accepting, parsing, the app, writing, closing; not its
-    loading the app), gunicorn's own part a layer of its own."""
+    loading the app), gunicorn's own part a layer of its own. The sampler sees a process's main
+    thread: a sync worker, or the Procfile's of one thread, which serves in its loop."""
     return _shares(_stacks(sorted(str(p) for p in Path(directory).glob("*.txt"))),
-                   lambda stack: any(f.endswith("gunicorn/workers/sync.py:run") for f in stack),
+                   lambda stack: any(f.endswith(("gunicorn/workers/sync.py:run",
+                                                 "gunicorn/workers/gthread.py:run"))
+                                     for f in stack),
                    "gunicorn (waiting, accepting, parsing, the WSGI environ, writing, closing)")
 
 

@@ -11,7 +11,9 @@ outermost frame first, one line per stack with its count, to WORKER_SAMPLES/<pid
 exits. py-spy samples a worker from outside and counts a wait inside a C call (psycopg2's for
 PostgreSQL) as running; this timer runs only while the process uses the CPU, so waits are left
 out and the C work of a call, the kernel's included, is counted in the Python frame that made
-it."""
+it. The timer's handler runs in a process's main thread: it sees the Procfile's worker of one
+thread, which serves in its loop, or a sync worker; with WEB_THREADS above one the requests are
+served by other threads, and py-spy's `--gil` samples (`register_cpu.py --classify`) see them."""
 import os
 import signal
 from collections import Counter
