@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -221,8 +222,9 @@ def test_a_connection_is_kept_for_the_clients_next_request(web):
         connection.close()
 
 
-@pytest.mark.parametrize("web", [{"WEB_THREADS": "1"}, {"WEB_THREADS": "2"}], indirect=True)
-def test_a_silent_connection_holds_up_no_other_client(web):
+@pytest.mark.parametrize("web, web_threads", [({"WEB_THREADS": n}, n) for n in ("1", "2")],
+                         indirect=["web"])
+def test_a_silent_connection_holds_up_no_other_client(web, web_threads):
     """A client that connects and says nothing yet (one process, WEB_CONCURRENCY=1) does not
     keep the process from answering another; once it speaks, it is answered too. Served in the
     worker's own loop (one thread) as from its pool (two)."""
@@ -238,3 +240,7 @@ def test_a_silent_connection_holds_up_no_other_client(web):
     finally:
         other.close()
         silent.close()
+    # WEB_THREADS is read: one thread serves in the loop, two from a pool beside it.
+    [worker] = re.findall(r"Booting worker with pid: (\d+)", web[1].read_text())
+    threads = len(os.listdir(f"/proc/{worker}/task"))
+    assert threads == 1 if web_threads == "1" else threads > 1
