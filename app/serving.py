@@ -12,8 +12,8 @@ bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # each process's threads. Three processes of one thread on a host of two cores: while one waits
 # on PostgreSQL the others run, and a process of one thread serves each request in its own loop
 # (app/serving_worker.py). Measured under the register's load against two processes of two
-# threads: 3 x 1 served 5 % more checkouts for 10 % less of the workers' CPU a checkout, 2 x 1
-# 2.5 % more, 4 x 1 3 % fewer (docs/performance.md, round fifteen); against four sync
+# threads: 3 x 1 served 5-6.5 % more checkouts for 4-10 % less of the workers' CPU a checkout,
+# 2 x 1 2.5 % more, 4 x 1 3 % fewer (docs/performance.md, round fifteen); against four sync
 # workers, 2 x 2 served 6-8 % more, 2 x 4 as much but with the paused registers' p99 over
 # 25 ms, 2 x 8 5 % fewer (round fourteen).
 workers = int(os.environ.get("WEB_CONCURRENCY") or 3)
