@@ -67,6 +67,8 @@ class WebWorker(ThreadWorker):
         if self.cfg.threads > 1:
             return super().enqueue_req(conn)
         if not conn.initialized and not conn.data_ready:
+            # Not gthread's own deferral (finish_request's _DEFER): it drops the connection
+            # once the worker stops, and the stop's drain hands over just such connections.
             conn.sock.setblocking(False)
             conn.timeout = time.monotonic() + DEFAULT_WORKER_DATA_TIMEOUT
             self.pending_conns.append(conn)
@@ -124,7 +126,7 @@ class WebWorker(ThreadWorker):
 
 class _Served:
     """A request served in the loop, as `finish_request` reads a pool thread's future: its
-    answer whether to keep the connection."""
+    answer whether to keep the connection (a Future would make a lock a request)."""
 
     def __init__(self, keep):
         self._keep = keep

@@ -223,3 +223,18 @@ def test_a_new_connection_of_a_worker_of_one_thread_waits_in_its_selector(monkey
     key.data(key.fileobj)  # the loop dispatches the readable connection
     assert served == [conn] and not worker.pending_conns
     theirs.close()
+
+
+def test_a_stopping_worker_of_one_thread_still_waits_for_a_queued_connections_request():
+    """The stop's drain takes connections whose request may not have come yet: they wait in
+    the selector as while serving, to be answered, not closed unheard."""
+    from gunicorn.workers.gthread import TConn
+
+    worker = _worker_of_one_thread()
+    worker.alive = False  # SIGTERM; what was queued is being taken
+    ours, theirs = socket.socketpair()
+    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    worker.enqueue_req(conn)
+    assert list(worker.pending_conns) == [conn] and ours.fileno() != -1
+    for sock in (ours, theirs):
+        sock.close()
