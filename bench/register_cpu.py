@@ -245,19 +245,25 @@ def classify(files: list[str]) -> dict:
     threaded worker's CPU in Python, each thread's own (psycopg2's and the kernel's work with
     the interpreter let go is not counted); without it py-spy counts a wait inside a C call as
     running."""
-    return _shares(_stacks(files), _serving, GUNICORN)
+    return _shares(_stacks(files), lambda stack: _serving(stack) and not _waiting(stack[0]),
+                   GUNICORN)
 
 
 GUNICORN = "gunicorn (its loop, the thread pool, parsing, the WSGI environ, writing)"
+_SERVING_FRAME = re.compile(r"gunicorn/workers/.*[.:](run|handle)$")  # py-spy's and ours
 
 
 def _serving(stack: list[str]) -> bool:
-    """Whether a sampled stack (innermost frame first) is a worker's serving, not its waiting
-    for the next connection or request."""
-    return (any("gunicorn/workers/" in frame and frame.endswith((".run", ".handle"))
-                for frame in stack)
-            and not stack[0].endswith(("selectors.py:EpollSelector.select",
-                                       "selectors.py:PollSelector.select")))
+    """Whether a sampled stack passes through a worker's loop or a thread's handling of a
+    connection: not its loading the app."""
+    return any(_SERVING_FRAME.search(frame) for frame in stack)
+
+
+def _waiting(innermost: str) -> bool:
+    """py-spy's sample of a thread waiting in its selector for the next connection or request
+    (a timer of CPU time samples the system call's own work there, which is gunicorn's)."""
+    return innermost.endswith(("selectors.py:EpollSelector.select",
+                               "selectors.py:PollSelector.select"))
 
 
 def classify_workers(directory: str) -> dict:
@@ -265,10 +271,7 @@ def classify_workers(directory: str) -> dict:
     once it serves (its loop: waiting, accepting, parsing, the app, writing, closing; not its
     loading the app), gunicorn's own part a layer of its own. The sampler sees a process's main
     thread: a sync worker, or the Procfile's of one thread, which serves in its loop."""
-    return _shares(_stacks(sorted(str(p) for p in Path(directory).glob("*.txt"))),
-                   lambda stack: any(f.endswith(("gunicorn/workers/sync.py:run",
-                                                 "gunicorn/workers/gthread.py:run"))
-                                     for f in stack),
+    return _shares(_stacks(sorted(str(p) for p in Path(directory).glob("*.txt"))), _serving,
                    "gunicorn (waiting, accepting, parsing, the WSGI environ, writing, closing)")
 
 
