@@ -24,7 +24,7 @@ threads = int(os.environ.get("WEB_THREADS") or 1)
 worker_class = "app.serving_worker.WebWorker"
 # A client's connection is kept for its next request (a register's next step, nginx's next
 # request to this instance): no connect and close a request. What the gain is made of: without
-# keep-alive the same threads served no more than the sync worker did. nginx closes an idle
+# keep-alive two processes of four threads served no more than the sync worker did. nginx closes an idle
 # connection to an instance after 1 s (deploy/nginx/loyalty.conf), before this, so it never
 # sends a request on one this side is closing.
 keepalive = 5
