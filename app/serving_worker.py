@@ -8,7 +8,10 @@ which
   the interpreter, on every request. A new connection's first bytes are awaited by the loop's
   selector, so a client that connects and says nothing holds up no other; a request that has
   begun is read to its end with the loop waiting, as gunicorn's sync worker does (nginx sends
-  an instance whole requests), and the arbiter's timeout is over each request again;
+  an instance whole requests), and the arbiter's timeout is over each request again. A
+  connection closed after its answer waits in the selector for the client to close too, and
+  pipelined requests are handed back to the loop one by one: both were gunicorn's to do in a
+  blocking wait and in a recursion (WebWorker.close_when_client_has, enqueue_req);
 - reads gunicorn's settings once, as it starts serving, and gives the arbiter its heartbeat
   once a second rather than each time its loop wakes (SettledConfig, WebWorker.notify): both
   were paid on every request;
@@ -44,8 +47,10 @@ import selectors
 import socket
 import struct
 import time
+from collections import deque
 from functools import partial
 
+from gunicorn import util
 from gunicorn.glogging import Logger
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
@@ -56,11 +61,18 @@ _PLAIN_METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
 SO_ATTACH_FILTER = getattr(socket, "SO_ATTACH_FILTER", 26)  # Linux's
 # A classic BPF program of one instruction, BPF_RET | BPF_K with k = 0: keep no byte of any packet.
 _DROP_EVERY_PACKET = struct.pack("HBBI", 0x06, 0, 0, 0)
+# gunicorn's close_graceful: how long, and how much of what a client still sends, a closing
+# connection waits for the client to close too.
+CLOSE_LINGER, CLOSE_DRAIN_MOST = 2.0, 65536
 
 
 class WebWorker(ThreadWorker):
     _notified = float("-inf")  # when the arbiter's heartbeat was last given (notify)
     _drained = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.closing_conns = deque()  # answered with a close, waiting for the client's (below)
 
     def enqueue_req(self, conn):
         # One thread: served here, in the loop (above); a new connection once it has spoken.
@@ -75,7 +87,62 @@ class WebWorker(ThreadWorker):
             self.poller.register(conn.sock, selectors.EVENT_READ,
                                  partial(self.on_pending_socket_readable, conn))
             return
-        self.finish_request(conn, _Served(self.handle(conn)))
+        keep = self.handle(conn)
+        if keep and conn.parser.unreader.buf.getvalue():
+            # Pipelined: the client's next request is read already, and no readiness of the
+            # socket will tell of it. Served on the loop's next turn, after whatever else is
+            # ready: gunicorn's finish_request would serve it from here, a recursion a request.
+            self.method_queue.defer(self.enqueue_req, conn)
+            return
+        self.finish_request(conn, _Served(keep))
+
+    def finish_request(self, conn, fs):
+        if self.cfg.threads > 1 or fs.result():
+            return super().finish_request(conn, fs)
+        self.close_when_client_has(conn)
+
+    def close_when_client_has(self, conn) -> None:
+        """Close a connection as gunicorn does (RFC 9112 §9.6: our side first, then what the
+        client still sends read and dropped until it closes too, for at most two seconds or
+        64 KiB, so that no reset cuts off the answer), but with the loop waiting on the
+        client, not blocked by it: gunicorn lingers in a blocking read, and with one thread
+        nothing else of the process would run meanwhile."""
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+            conn.sock.setblocking(False)
+            self.poller.register(conn.sock, selectors.EVENT_READ,
+                                 partial(self.on_closing_socket_readable, conn))
+        except (OSError, ValueError):  # the client is gone already
+            self.closed(conn)
+            return
+        conn.timeout, conn.drained = time.monotonic() + CLOSE_LINGER, 0
+        self.closing_conns.append(conn)
+
+    def on_closing_socket_readable(self, conn, client) -> None:
+        try:
+            dropped = len(client.recv(65536))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            dropped = 0
+        conn.drained += dropped
+        if not dropped or conn.drained >= CLOSE_DRAIN_MOST:
+            self.closed(conn)
+
+    def murder_pending(self):
+        # gunicorn's loop calls this each time it wakes (at least once a second), stopping too.
+        super().murder_pending()
+        now = time.monotonic()
+        while self.closing_conns and self.closing_conns[0].timeout <= now:
+            self.closed(self.closing_conns[0])
+
+    def closed(self, conn) -> None:
+        """The end of a connection the loop was closing."""
+        if conn in self.closing_conns:
+            self.closing_conns.remove(conn)
+            self.poller.unregister(conn.sock)
+        self.nr_conns -= 1
+        util.close(conn.sock)
 
     def handle_error(self, req, client, addr, exc):
         if isinstance(exc, ParseException):

@@ -1,8 +1,9 @@
 """The Procfile's `web` line as deployed (gunicorn with app.serving): no log line carries a card
 token or a gift-card code (they travel in the URL path), a chunked body over the limit is a
 413 and one with broken framing a 400, a doubled slash is a 404 (never a redirect to the Host
-header), gunicorn leaves no control socket under the home directory, every line is JSON, and a
-client's connection is kept for its next request."""
+header), gunicorn leaves no control socket under the home directory, every line is JSON, a
+client's connection is kept for its next request, and one client (silent, slow to close,
+pipelining) holds up no other and is answered whole."""
 from __future__ import annotations
 
 import http.client
@@ -244,3 +245,54 @@ def test_a_silent_connection_holds_up_no_other_client(web, web_threads):
     [worker] = re.findall(r"Booting worker with pid: (\d+)", web[1].read_text())
     threads = len(os.listdir(f"/proc/{worker}/task"))
     assert threads == 1 if web_threads == "1" else threads > 1
+
+
+def _held_by_a_process(server_port: int, client_port: int) -> bool:
+    """Whether the server's end of the connection from `client_port` is still a process's
+    socket (Linux's /proc/net/tcp: a socket its process closed is left with inode 0 while TCP
+    finishes with it)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, inode = fields[1], fields[2], fields[9]
+        if (int(local.rpartition(":")[2], 16) == server_port
+                and int(remote.rpartition(":")[2], 16) == client_port):
+            return inode != "0"
+    return False
+
+
+def test_a_client_keeping_its_end_open_after_a_closing_answer_holds_up_no_other(web):
+    """One process of one thread (the Procfile's, WEB_CONCURRENCY=1): after an answer with
+    `Connection: close` the worker waits up to two seconds for the client to close too (RFC
+    9112 §9.6), and meanwhile answers others. gunicorn's own wait blocks the process."""
+    host, _, port = web[0].removeprefix("http://").partition(":")
+    lingering = socket.create_connection((host, int(port)), timeout=30)
+    other = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        lingering.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := lingering.recv(65536):  # up to the worker's half close
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200")
+        other.request("GET", "/health")
+        assert other.getresponse().status == 200
+        # ...answered while the worker still held the first connection, waiting on its client
+        assert _held_by_a_process(int(port), lingering.getsockname()[1])
+    finally:
+        other.close()
+        lingering.close()
+
+
+def test_requests_pipelined_in_one_go_are_all_answered(web):
+    """A thousand tiny requests sent at once, read some 450 at a time: each is answered in
+    order (gunicorn's own hand-over served each from the last one's call and ran out of
+    stack, resetting the connection)."""
+    host, _, port = web[0].removeprefix("http://").partition(":")
+    count = 1000
+    with socket.create_connection((host, int(port)), timeout=30) as client:
+        client.sendall(b"GET / HTTP/1.1\r\n\r\n" * count)
+        answers = b""
+        while answers.count(b"HTTP/1.1 404 ") < count:
+            chunk = client.recv(65536)
+            assert chunk, f"closed after {answers.count(b'HTTP/1.1 ')} answers"
+            answers += chunk
+    assert answers.count(b"HTTP/1.1 ") == count

@@ -9,6 +9,8 @@ import socket
 
 from gunicorn.config import Config
 
+from gunicorn.workers.gthread import PollableMethodQueue
+
 from app import serving_worker
 from app.serving_worker import (ServingLog, SettledConfig, WebWorker, _instance_stopping,
                                 _take_no_new_connections)
@@ -187,7 +189,17 @@ def _worker_of_one_thread() -> WebWorker:
     worker.cfg.set("threads", 1)
     worker.poller, worker.tpool, worker.nr_conns = selectors.DefaultSelector(), None, 1
     worker.pending_conns, worker.keepalived_conns, worker.alive = deque(), deque(), True
+    worker.closing_conns, worker.method_queue = deque(), PollableMethodQueue()
+    worker.method_queue.init()
+    worker.poller.register(worker.method_queue.fileno(), selectors.EVENT_READ,
+                           worker.method_queue.run_callbacks)
     return worker
+
+
+def _turn(worker: WebWorker) -> None:
+    """One turn of the worker's loop: what is ready is dispatched (gunicorn's run)."""
+    for key, _ in worker.poller.select(5):
+        key.data(key.fileobj)
 
 
 def test_a_worker_of_one_thread_serves_a_request_in_its_own_loop(monkeypatch):
@@ -201,9 +213,10 @@ def test_a_worker_of_one_thread_serves_a_request_in_its_own_loop(monkeypatch):
     ours, theirs = socket.socketpair()
     conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
     conn.data_ready = True  # its request has come
-    theirs.close()  # the client is gone once answered: closing lingers for nothing
+    theirs.close()  # the client is gone once answered
     worker.enqueue_req(conn)
     assert served_in == [threading.get_ident()]
+    _turn(worker)  # the client's close is read
     assert worker.nr_conns == 0 and ours.fileno() == -1  # answered; not kept, as handle said
 
 
@@ -219,8 +232,7 @@ def test_a_new_connection_of_a_worker_of_one_thread_waits_in_its_selector(monkey
     worker.enqueue_req(conn)
     assert served == [] and list(worker.pending_conns) == [conn]
     theirs.sendall(b"GET /health HTTP/1.1\r\n\r\n")
-    [(key, _)] = worker.poller.select(5)
-    key.data(key.fileobj)  # the loop dispatches the readable connection
+    _turn(worker)  # the loop dispatches the readable connection
     assert served == [conn] and not worker.pending_conns
     theirs.close()
 
@@ -236,5 +248,79 @@ def test_a_stopping_worker_of_one_thread_still_waits_for_a_queued_connections_re
     conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
     worker.enqueue_req(conn)
     assert list(worker.pending_conns) == [conn] and ours.fileno() != -1
+    for sock in (ours, theirs):
+        sock.close()
+
+
+def _answered_with_a_close(worker: WebWorker):
+    """A connection of `worker` whose request was answered with `Connection: close`: the
+    worker's end and the client's."""
+    from gunicorn.workers.gthread import TConn
+
+    ours, theirs = socket.socketpair()
+    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conn.data_ready = True
+    worker.handle = lambda conn: False
+    worker.enqueue_req(conn)
+    return conn, theirs
+
+
+def test_a_worker_of_one_thread_waits_for_a_closing_client_in_its_selector():
+    """gunicorn lingers for the client's close in a blocking read, up to two seconds: with one
+    thread, a client that keeps its end open after a closing answer would hold up every other
+    client of the process meanwhile."""
+    worker = _worker_of_one_thread()
+    conn, theirs = _answered_with_a_close(worker)
+    assert list(worker.closing_conns) == [conn] and worker.nr_conns == 1
+    assert theirs.recv(1) == b""  # our side is closed: the client has its end of the answer
+    theirs.sendall(b"more")  # what a client still sends is read and dropped, not reset
+    _turn(worker)
+    assert list(worker.closing_conns) == [conn] and conn.sock.fileno() != -1
+    theirs.close()
+    _turn(worker)
+    assert not worker.closing_conns and worker.nr_conns == 0 and conn.sock.fileno() == -1
+
+
+def test_a_client_that_never_closes_is_closed_after_gunicorns_two_seconds(monkeypatch):
+    worker = _worker_of_one_thread()
+    now = [1000.0]
+    monkeypatch.setattr(serving_worker.time, "monotonic", lambda: now[0])
+    conn, theirs = _answered_with_a_close(worker)
+    worker.murder_pending()
+    assert list(worker.closing_conns) == [conn]
+    now[0] += serving_worker.CLOSE_LINGER
+    worker.murder_pending()  # as the loop calls it each time it wakes
+    assert not worker.closing_conns and worker.nr_conns == 0 and conn.sock.fileno() == -1
+    theirs.close()
+
+
+def test_pipelined_requests_are_served_from_the_loop_not_one_from_another():
+    """Requests a client sent in one go are read together: each after the first is handed
+    back to the loop, as if its socket were readable, rather than served from the previous
+    one's call (gunicorn's own hand-over recurses once a request: enough tiny ones in one
+    read would reach Python's recursion limit)."""
+    import inspect
+
+    from gunicorn.workers.gthread import TConn
+
+    worker = _worker_of_one_thread()
+    ours, theirs = socket.socketpair()
+    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conn.data_ready = True
+    theirs.sendall(b"GET /a HTTP/1.1\r\n\r\n" * 4)
+    depths = []
+
+    def handle(conn):
+        conn.init()
+        next(conn.parser)
+        depths.append(len(inspect.stack(0)))
+        return True
+
+    worker.handle = handle
+    worker.enqueue_req(conn)
+    assert len(depths) == 1  # the other three are in the parser's buffer already
+    _turn(worker)
+    assert len(depths) == 4 and depths[1] == depths[2] == depths[3]
+    assert list(worker.keepalived_conns) == [conn]  # then kept for the next
     for sock in (ours, theirs):
         sock.close()
