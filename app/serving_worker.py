@@ -8,7 +8,8 @@ which
   the interpreter, on every request. A new connection's first bytes are awaited by the loop's
   selector, so a client that connects and says nothing holds up no other; a request that has
   begun is read to its end with the loop waiting, as gunicorn's sync worker does (nginx sends
-  an instance whole requests), and the arbiter's timeout is over each request again. A
+  an instance whole requests), and the arbiter's timeout is over each request again, counted
+  from the last part of its answer written (_BeatingWhileWriting). A
   connection closed after its answer waits in the selector for the client to close too, and
   pipelined requests are handed back to the loop one by one: both were gunicorn's to do in a
   blocking wait and in a recursion (WebWorker.close_when_client_has, enqueue_req);
@@ -54,6 +55,7 @@ from gunicorn import util
 from gunicorn.glogging import Logger
 from gunicorn.http.errors import ParseException
 from gunicorn.http.message import Request
+from gunicorn.http.wsgi import FileWrapper
 from gunicorn.workers.gthread import DEFAULT_WORKER_DATA_TIMEOUT, ThreadWorker
 
 # A method as registers and browsers send them; anything else read as one is not shown either.
@@ -156,6 +158,11 @@ class WebWorker(ThreadWorker):
         self.cfg = SettledConfig(self.cfg)
         super().run()
 
+    def load_wsgi(self):
+        super().load_wsgi()
+        if self.cfg.threads == 1:  # the loop serves, and gives no heartbeat meanwhile
+            self.wsgi = _BeatingWhileWriting(self.wsgi, self.notify)
+
     def notify(self):
         # The arbiter's heartbeat: a file's time set, a system call, each time the worker's
         # loop wakes (for every connection and every answer). The arbiter looks for one within
@@ -203,6 +210,39 @@ class _Served:
 
     def result(self):
         return self._keep
+
+
+class _BeatingWhileWriting:
+    """The app as a worker of one thread calls it: each part of an answer's body written gives
+    the arbiter the worker's heartbeat (`notify`, at most once a second). The arbiter kills a
+    worker that gave none for its `timeout` (30 s), and the loop gives none while it serves: a
+    year's CSV report, streamed for longer than that under load, would be cut off, and the
+    process's kept connections with it. A request that writes nothing for 30 s still is; with
+    a pool (WEB_THREADS above one) the loop beats on its own. A file gunicorn sends whole
+    (`sendfile`) is handed over as it is."""
+
+    def __init__(self, app, beat):
+        self.app, self.beat = app, beat
+
+    def __call__(self, environ, start_response):
+        body = self.app(environ, start_response)
+        return body if isinstance(body, FileWrapper) else _Beating(body, self.beat)
+
+
+class _Beating:
+    """An answer's body, giving a heartbeat with each part; closed as the body is (Flask's
+    call_on_close)."""
+
+    def __init__(self, body, beat):
+        self.body, self.beat = body, beat
+        if hasattr(body, "close"):
+            self.close = body.close
+
+    def __iter__(self):
+        beat = self.beat
+        for part in self.body:
+            beat()
+            yield part
 
 
 class SettledConfig:

@@ -296,3 +296,35 @@ def test_requests_pipelined_in_one_go_are_all_answered(web):
             assert chunk, f"closed after {answers.count(b'HTTP/1.1 ')} answers"
             answers += chunk
     assert answers.count(b"HTTP/1.1 ") == count
+
+
+def test_an_answer_still_being_written_keeps_its_worker_alive_and_a_silent_one_does_not(tmp_path):
+    """The web's gunicorn settings and worker (app.serving), with a 2 s worker timeout, serving
+    tests/streaming_app.py: an answer that writes a part every 0.3 s for 3 s comes whole (each
+    part written is the worker's heartbeat); one that writes nothing for 3 s is cut off by the
+    arbiter, as gunicorn's timeout is meant to."""
+    port, log = free_port(), tmp_path / "web.log"
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    env.update(PORT=str(port), WEB_CONCURRENCY="1", HOME=str(tmp_path))
+    command = [*_web_command()[:-1], "--timeout", "2", "tests.streaming_app:app"]
+    with log.open("wb") as output:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while "Booting worker" not in log.read_text():
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        streamed = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        streamed.request("GET", "/stream")
+        body = streamed.getresponse().read()
+        assert body.decode().splitlines() == [f"part {index}" for index in range(10)]
+        streamed.close()
+        silent = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        silent.request("GET", "/silent")
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionResetError)):
+            silent.getresponse().read()
+        assert "WORKER TIMEOUT" in log.read_text()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)

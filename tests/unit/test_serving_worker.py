@@ -324,3 +324,38 @@ def test_pipelined_requests_are_served_from_the_loop_not_one_from_another():
     assert list(worker.keepalived_conns) == [conn]  # then kept for the next
     for sock in (ours, theirs):
         sock.close()
+
+
+def test_each_part_of_an_answer_written_gives_the_heartbeat_and_the_body_is_closed_as_its_own():
+    from gunicorn.http.wsgi import FileWrapper
+    from werkzeug.wsgi import ClosingIterator
+
+    beats, closed = [], []
+    parts = iter([b"a", b"b", b"c"])
+    app = serving_worker._BeatingWhileWriting(
+        lambda environ, start_response: ClosingIterator(parts, lambda: closed.append(True)),
+        lambda: beats.append(len(beats)))
+    body = app({}, None)
+    for index, part in enumerate(body):
+        assert len(beats) == index + 1  # the heartbeat before each part is written
+    assert beats == [0, 1, 2]
+    body.close()  # gunicorn closes what the app returned: Flask's call_on_close runs
+    assert closed == [True]
+    assert not hasattr(serving_worker._BeatingWhileWriting(lambda e, s: [b"x"], None)({}, None),
+                       "close")  # nothing to close: gunicorn is told so as before
+
+    sent_whole = FileWrapper(open(__file__, "rb"))  # gunicorn sends it with sendfile
+    assert serving_worker._BeatingWhileWriting(lambda e, s: sent_whole, None)({}, None) is sent_whole
+    sent_whole.filelike.close()
+
+
+def test_only_a_worker_of_one_thread_gives_its_heartbeat_from_the_answers(monkeypatch):
+    from gunicorn.workers.base import Worker
+
+    monkeypatch.setattr(Worker, "load_wsgi", lambda self: setattr(self, "wsgi", "the app"))
+    for threads, wrapped in ((1, True), (2, False)):
+        worker = WebWorker.__new__(WebWorker)
+        worker.cfg = Config()
+        worker.cfg.set("threads", threads)
+        worker.load_wsgi()
+        assert isinstance(worker.wsgi, serving_worker._BeatingWhileWriting) is wrapped
