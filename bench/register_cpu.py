@@ -141,14 +141,14 @@ class _Answer:
 
 
 def _http(port: int):
-    """A register's POST, one connection each (a register that keeps none)."""
+    """A register's POSTs on one kept connection, as bench/checkout.py's registers send them
+    and the Procfile's web keeps it (http.client connects again where a server closed it, as a
+    baseline tree's sync workers do after each answer)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port)
+
     def send(path: str, data: bytes, headers: dict) -> _Answer:
-        connection = http.client.HTTPConnection("127.0.0.1", port)
-        try:
-            connection.request("POST", path, body=data, headers=headers)
-            return _Answer(connection.getresponse())
-        finally:
-            connection.close()
+        connection.request("POST", path, body=data, headers=headers)
+        return _Answer(connection.getresponse())
     return send
 
 
@@ -159,7 +159,9 @@ def _cpu_ns(pid: int) -> int:
 
 
 def _masked(response) -> str:
-    head = "".join(f"{name}: {value}\n" for name, value in response.headers.items())
+    # Whether the server keeps the connection is its serving's, not the answer's.
+    head = "".join(f"{name}: {value}\n" for name, value in response.headers.items()
+                   if name.lower() != "connection")
     return _MASKED.sub(b"*", f"{response.status}\n{head}\n".encode() + response.get_data()).decode()
 
 
@@ -375,7 +377,8 @@ def main() -> None:
                              "a request, written to /dev/null here)")
     parser.add_argument("--served", action="store_true",
                         help="through HTTP to each tree's gunicorn (the Procfile's web line, one "
-                             "worker), counting the worker's CPU: gunicorn's part included")
+                             "worker), on one kept connection, counting the worker's CPU: "
+                             "gunicorn's part included")
     parser.add_argument("--ceiling", choices=("wsgi", "flask"),
                         help="with --served, the serving stack's ceiling as a third tree "
                              "(bench/ceiling_app.py: the app's statements and answers, nothing "

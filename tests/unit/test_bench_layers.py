@@ -133,12 +133,47 @@ def test_two_served_answers_differ_only_where_the_mask_hides():
     class Answer:  # what the HTTP client and the test client both give: status, headers, body
         status = "201 CREATED"
 
-        def __init__(self, date: str, request_id: str):
-            self.headers = {"Date": date, "X-Request-Id": request_id}
+        def __init__(self, date: str, request_id: str, **more):
+            self.headers = {"Date": date, "X-Request-Id": request_id, **more}
 
         def get_data(self) -> bytes:
             return b'{"ok":true}'
 
     first = register_cpu._masked(Answer("Fri, 27 Nov 2026 02:33:22 GMT", "a" * 32))
-    second = register_cpu._masked(Answer("Sat, 28 Nov 2026 11:04:59 GMT", "b" * 32))
+    second = register_cpu._masked(Answer("Sat, 28 Nov 2026 11:04:59 GMT", "b" * 32,
+                                         Connection="close"))  # a baseline's sync worker
     assert first == second == "201 CREATED\nDate: *\nX-Request-Id: *\n\n{\"ok\":true}"
+
+
+def test_a_served_register_keeps_its_connection_and_connects_again_when_it_is_closed():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    peers = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keeps the connection unless told otherwise
+
+        def do_POST(self):
+            peers.append(self.client_address)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(201)
+            self.send_header("Content-Length", "2")
+            if self.path == "/close":
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        send = register_cpu._http(server.server_address[1])
+        answers = [send(path, b"{}", {}) for path in ("/a", "/b", "/close", "/c")]
+        assert [answer.status_code for answer in answers] == [201] * 4
+        assert peers[0] == peers[1] == peers[2] != peers[3]
+    finally:
+        server.shutdown()
+        server.server_close()
