@@ -1,6 +1,8 @@
 """The web worker (app/serving_worker.py): its graceful stop (what is queued is answered, and
 once the whole instance stops, the listening socket completes no new connection), its
-settings read once (in the loop it serves from) and its heartbeat given once a second; its logger
+settings read once (in the loop it serves from) and its heartbeat given once a second and from
+each part of an answer written; with one thread, each request served in its loop, a new or a
+closing connection waiting in its selector, pipelined requests handed back to it; its logger
 builds no access line."""
 from __future__ import annotations
 
@@ -196,6 +198,17 @@ def _worker_of_one_thread() -> WebWorker:
     return worker
 
 
+def _connection(worker: WebWorker, spoken: bool = True):
+    """A connection accepted by `worker` (gunicorn's TConn), its request come (`spoken`) or
+    not yet, and the client's end of it."""
+    from gunicorn.workers.gthread import TConn
+
+    ours, theirs = socket.socketpair()
+    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conn.data_ready = spoken
+    return conn, theirs
+
+
 def _turn(worker: WebWorker) -> None:
     """One turn of the worker's loop: what is ready is dispatched (gunicorn's run)."""
     for key, _ in worker.poller.select(5):
@@ -205,30 +218,23 @@ def _turn(worker: WebWorker) -> None:
 def test_a_worker_of_one_thread_serves_a_request_in_its_own_loop(monkeypatch):
     import threading
 
-    from gunicorn.workers.gthread import TConn
-
     worker, served_in = _worker_of_one_thread(), []
     monkeypatch.setattr(worker, "handle",
                         lambda conn: served_in.append(threading.get_ident()) or False)
-    ours, theirs = socket.socketpair()
-    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
-    conn.data_ready = True  # its request has come
+    conn, theirs = _connection(worker)
     theirs.close()  # the client is gone once answered
     worker.enqueue_req(conn)
     assert served_in == [threading.get_ident()]
     _turn(worker)  # the client's close is read
-    assert worker.nr_conns == 0 and ours.fileno() == -1  # answered; not kept, as handle said
+    assert worker.nr_conns == 0 and conn.sock.fileno() == -1  # answered; not kept, as handle said
 
 
 def test_a_new_connection_of_a_worker_of_one_thread_waits_in_its_selector(monkeypatch):
     """A client that connects and sends nothing yet holds up no other client of the process:
     its first bytes are awaited by the loop's selector, not read with the loop blocked."""
-    from gunicorn.workers.gthread import TConn
-
     worker, served = _worker_of_one_thread(), []
     monkeypatch.setattr(worker, "handle", lambda conn: served.append(conn) or False)
-    ours, theirs = socket.socketpair()
-    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conn, theirs = _connection(worker, spoken=False)
     worker.enqueue_req(conn)
     assert served == [] and list(worker.pending_conns) == [conn]
     theirs.sendall(b"GET /health HTTP/1.1\r\n\r\n")
@@ -240,26 +246,19 @@ def test_a_new_connection_of_a_worker_of_one_thread_waits_in_its_selector(monkey
 def test_a_stopping_worker_of_one_thread_still_waits_for_a_queued_connections_request():
     """The stop's drain takes connections whose request may not have come yet: they wait in
     the selector as while serving, to be answered, not closed unheard."""
-    from gunicorn.workers.gthread import TConn
-
     worker = _worker_of_one_thread()
     worker.alive = False  # SIGTERM; what was queued is being taken
-    ours, theirs = socket.socketpair()
-    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
+    conn, theirs = _connection(worker, spoken=False)
     worker.enqueue_req(conn)
-    assert list(worker.pending_conns) == [conn] and ours.fileno() != -1
-    for sock in (ours, theirs):
+    assert list(worker.pending_conns) == [conn] and conn.sock.fileno() != -1
+    for sock in (conn.sock, theirs):
         sock.close()
 
 
 def _answered_with_a_close(worker: WebWorker):
     """A connection of `worker` whose request was answered with `Connection: close`: the
     worker's end and the client's."""
-    from gunicorn.workers.gthread import TConn
-
-    ours, theirs = socket.socketpair()
-    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
-    conn.data_ready = True
+    conn, theirs = _connection(worker)
     worker.handle = lambda conn: False
     worker.enqueue_req(conn)
     return conn, theirs
@@ -301,12 +300,8 @@ def test_pipelined_requests_are_served_from_the_loop_not_one_from_another():
     read would reach Python's recursion limit)."""
     import inspect
 
-    from gunicorn.workers.gthread import TConn
-
     worker = _worker_of_one_thread()
-    ours, theirs = socket.socketpair()
-    conn = TConn(worker.cfg, ours, ("127.0.0.1", 1), ("127.0.0.1", 2))
-    conn.data_ready = True
+    conn, theirs = _connection(worker)
     theirs.sendall(b"GET /a HTTP/1.1\r\n\r\n" * 4)
     depths = []
 
@@ -322,7 +317,7 @@ def test_pipelined_requests_are_served_from_the_loop_not_one_from_another():
     _turn(worker)
     assert len(depths) == 4 and depths[1] == depths[2] == depths[3]
     assert list(worker.keepalived_conns) == [conn]  # then kept for the next
-    for sock in (ours, theirs):
+    for sock in (conn.sock, theirs):
         sock.close()
 
 
