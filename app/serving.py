@@ -20,7 +20,8 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or 3)
 threads = int(os.environ.get("WEB_THREADS") or 1)
 # gunicorn's threaded worker, telling of a request it cannot parse without quoting it
 # (CONTRACT §12) and answering every connection already made before a graceful stop, so a
-# rolling restart behind nginx fails no request (§19): app/serving_worker.py.
+# rolling restart behind nginx fails no request (§19): app/serving_worker.py and the modules it
+# names (serving_stop, serving_log, serving_heartbeat).
 worker_class = "app.serving_worker.WebWorker"
 # A client's connection is kept for its next request (a register's next step, nginx's next
 # request to this instance): no connect and close a request. What the gain is made of: without
@@ -37,7 +38,7 @@ control_socket_disable = True
 # the handler the app's loggers use too. No access log: the app logs each request once, by route
 # template, where gunicorn's line would carry the raw path (card tokens, gift-card codes); its
 # logger class does not build one either.
-logger_class = "app.serving_worker.ServingLog"
+logger_class = "app.serving_log.ServingLog"
 logconfig_dict = {
     "root": {"level": "INFO", "handlers": ["json"]},
     "loggers": {

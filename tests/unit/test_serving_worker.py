@@ -1,5 +1,6 @@
-"""The web worker (app/serving_worker.py): its graceful stop (what is queued is answered, and
-once the whole instance stops, the listening socket completes no new connection), its
+"""The web worker (app/serving_worker.py and the modules it names): its graceful stop (what is
+queued is answered, and once the whole instance stops, the listening socket completes no new
+connection), its
 settings read once (in the loop it serves from) and its heartbeat given once a second and from
 each part of an answer written; with one thread, each request served in its loop, a new or a
 closing connection waiting in its selector, pipelined requests handed back to it; its logger
@@ -10,12 +11,13 @@ import os
 import socket
 
 from gunicorn.config import Config
-
 from gunicorn.workers.gthread import PollableMethodQueue
 
 from app import serving_worker
-from app.serving_worker import (ServingLog, SettledConfig, WebWorker, _instance_stopping,
-                                _take_no_new_connections)
+from app.serving_heartbeat import BeatingWhileWriting
+from app.serving_log import ServingLog
+from app.serving_stop import instance_stopping, take_no_new_connections
+from app.serving_worker import SettledConfig, WebWorker
 
 
 def test_a_filtered_listener_completes_no_new_connection_and_keeps_those_queued():
@@ -23,7 +25,7 @@ def test_a_filtered_listener_completes_no_new_connection_and_keeps_those_queued(
     listener.setblocking(False)
     port = listener.getsockname()[1]
     queued = socket.create_connection(("127.0.0.1", port))
-    _take_no_new_connections(listener)
+    take_no_new_connections(listener)
     late = socket.socket()
     late.settimeout(0.5)
     try:
@@ -45,12 +47,12 @@ def test_the_instance_stops_only_when_the_master_holds_no_copy_of_the_socket():
     reading, writing = os.pipe()
     child = os.fork()
     if child == 0:
-        os.write(writing, b"1" if _instance_stopping(listener) else b"0")
+        os.write(writing, b"1" if instance_stopping(listener) else b"0")
         os._exit(0)
     os.waitpid(child, 0)
     assert os.read(reading, 1) == b"0"
     # This process's own parent holds no copy, as gunicorn's master after it closed its own.
-    assert _instance_stopping(listener)
+    assert instance_stopping(listener)
     listener.close()
 
 
@@ -327,7 +329,7 @@ def test_each_part_of_an_answer_written_gives_the_heartbeat_and_the_body_is_clos
 
     beats, closed = [], []
     parts = iter([b"a", b"b", b"c"])
-    app = serving_worker._BeatingWhileWriting(
+    app = BeatingWhileWriting(
         lambda environ, start_response: ClosingIterator(parts, lambda: closed.append(True)),
         lambda: beats.append(len(beats)))
     body = app({}, None)
@@ -336,11 +338,11 @@ def test_each_part_of_an_answer_written_gives_the_heartbeat_and_the_body_is_clos
     assert beats == [0, 1, 2]
     body.close()  # gunicorn closes what the app returned: Flask's call_on_close runs
     assert closed == [True]
-    assert not hasattr(serving_worker._BeatingWhileWriting(lambda e, s: [b"x"], None)({}, None),
+    assert not hasattr(BeatingWhileWriting(lambda e, s: [b"x"], None)({}, None),
                        "close")  # nothing to close: gunicorn is told so as before
 
     sent_whole = FileWrapper(open(__file__, "rb"))  # gunicorn sends it with sendfile
-    assert serving_worker._BeatingWhileWriting(lambda e, s: sent_whole, None)({}, None) is sent_whole
+    assert BeatingWhileWriting(lambda e, s: sent_whole, None)({}, None) is sent_whole
     sent_whole.filelike.close()
 
 
@@ -353,4 +355,4 @@ def test_only_a_worker_of_one_thread_gives_its_heartbeat_from_the_answers(monkey
         worker.cfg = Config()
         worker.cfg.set("threads", threads)
         worker.load_wsgi()
-        assert isinstance(worker.wsgi, serving_worker._BeatingWhileWriting) is wrapped
+        assert isinstance(worker.wsgi, BeatingWhileWriting) is wrapped
