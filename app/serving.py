@@ -25,9 +25,9 @@ threads = int(os.environ.get("WEB_THREADS") or 1)
 worker_class = "app.serving_worker.WebWorker"
 # A client's connection is kept for its next request (a register's next step, nginx's next
 # request to this instance): no connect and close a request. What the gain is made of: without
-# keep-alive two processes of four threads served no more than the sync worker did. nginx closes an idle
-# connection to an instance after 1 s (deploy/nginx/loyalty.conf), before this, so it never
-# sends a request on one this side is closing.
+# keep-alive two processes of four threads served no more than the sync worker did. nginx closes
+# an idle connection to an instance after 1 s (deploy/nginx/loyalty.conf), before this, so it
+# never sends a request on one this side is closing.
 keepalive = 5
 # SIGTERM: requests in flight finish within this many seconds (CONTRACT §16).
 graceful_timeout = 30

@@ -18,11 +18,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import TEST_PEPPER
+from tests.deployed.procfile import holding_connections
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,10 +32,34 @@ STARTUP_SECONDS = 60
 
 
 def _web_command() -> list[str]:
-    line = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("web:"))
+    line = next(line for line in (ROOT / "Procfile").read_text().splitlines()
+                if line.startswith("web:"))
     command = shlex.split(line.partition(":")[2])
     assert command[0] == "gunicorn"
     return [str(Path(sys.executable).parent / "gunicorn"), *command[1:]]
+
+
+@contextmanager
+def _serving(command: list[str], env: dict[str, str], log: Path):
+    """`command` (a gunicorn) started on env's PORT, its output in `log`; yields its base URL once
+    it answers /health, and stops it with SIGTERM."""
+    with log.open("wb") as output:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{env['PORT']}"
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=5).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+        yield base
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
 
 
 @pytest.fixture
@@ -47,23 +73,8 @@ def web(database_url, tmp_path, request):
                PUBLIC_BASE_URL="https://cards.example.test", WEB_CONCURRENCY="1",
                LOG_LEVEL="INFO", HOME=str(home))
     env.update(getattr(request, "param", {}))
-    with log.open("wb") as output:
-        server = subprocess.Popen(_web_command(), cwd=ROOT, env=env, stdout=output,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/health", timeout=5).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
+    with _serving(_web_command(), env, log) as base:
         yield base, log, home
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
 
 
 def _get(url: str, headers: dict | None = None, method: str = "GET") -> int:
@@ -247,19 +258,6 @@ def test_a_silent_connection_holds_up_no_other_client(web, web_threads):
     assert threads == 1 if web_threads == "1" else threads > 1
 
 
-def _held_by_a_process(server_port: int, client_port: int) -> bool:
-    """Whether the server's end of the connection from `client_port` is still a process's
-    socket (Linux's /proc/net/tcp: a socket its process closed is left with inode 0 while TCP
-    finishes with it)."""
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local, remote, inode = fields[1], fields[2], fields[9]
-        if (int(local.rpartition(":")[2], 16) == server_port
-                and int(remote.rpartition(":")[2], 16) == client_port):
-            return inode != "0"
-    return False
-
-
 def test_a_client_keeping_its_end_open_after_a_closing_answer_holds_up_no_other(web):
     """One process of one thread (the Procfile's, WEB_CONCURRENCY=1): after an answer with
     `Connection: close` the worker waits up to two seconds for the client to close too (RFC
@@ -276,7 +274,9 @@ def test_a_client_keeping_its_end_open_after_a_closing_answer_holds_up_no_other(
         other.request("GET", "/health")
         assert other.getresponse().status == 200
         # ...answered while the worker still held the first connection, waiting on its client
-        assert _held_by_a_process(int(port), lingering.getsockname()[1])
+        [worker] = re.findall(r"Booting worker with pid: (\d+)", web[1].read_text())
+        assert holding_connections([int(worker)], {int(port)},
+                                   remote_ports={lingering.getsockname()[1]}) == [int(worker)]
     finally:
         other.close()
         lingering.close()
@@ -307,14 +307,7 @@ def test_an_answer_still_being_written_keeps_its_worker_alive_and_a_silent_one_d
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
     env.update(PORT=str(port), WEB_CONCURRENCY="1", HOME=str(tmp_path))
     command = [*_web_command()[:-1], "--timeout", "2", "tests.streaming_app:app"]
-    with log.open("wb") as output:
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output,
-                                  stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while "Booting worker" not in log.read_text():
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+    with _serving(command, env, log):
         streamed = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         streamed.request("GET", "/stream")
         body = streamed.getresponse().read()
@@ -325,6 +318,3 @@ def test_an_answer_still_being_written_keeps_its_worker_alive_and_a_silent_one_d
         with pytest.raises((http.client.RemoteDisconnected, ConnectionResetError)):
             silent.getresponse().read()
         assert "WORKER TIMEOUT" in log.read_text()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)

@@ -125,14 +125,19 @@ def run_line(command: str, env: dict[str, str], timeout: float = 120) -> str:
     return result.stdout
 
 
-def holding_connections(pids: list[int], local_ports: set[int]) -> list[int]:
-    """Which of `pids` hold a TCP socket bound to one of `local_ports` on this host (read from
-    /proc: a socket's inode in the process's descriptors, its port in /proc/net/tcp)."""
+def holding_connections(pids: list[int], local_ports: set[int],
+                        remote_ports: set[int] | None = None) -> list[int]:
+    """Which of `pids` hold a TCP socket bound to one of `local_ports` on this host, connected to
+    one of `remote_ports` if given (read from /proc: a socket's inode in the process's
+    descriptors, its ports in /proc/net/tcp; a socket its process closed is left there with
+    inode 0 while TCP finishes with it, held by none)."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
             fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) in local_ports:
+            if (int(fields[1].rsplit(":", 1)[1], 16) in local_ports
+                    and (remote_ports is None
+                         or int(fields[2].rsplit(":", 1)[1], 16) in remote_ports)):
                 inodes.add(f"socket:[{fields[9]}]")
     holding = []
     for pid in pids:
