@@ -282,6 +282,19 @@ def test_a_worker_of_one_thread_waits_for_a_closing_client_in_its_selector():
     assert not worker.closing_conns and worker.nr_conns == 0 and conn.sock.fileno() == -1
 
 
+def test_a_closing_client_that_goes_on_sending_is_closed_after_64_kib():
+    worker = _worker_of_one_thread()
+    conn, theirs = _answered_with_a_close(worker)
+    theirs.sendall(b"x" * (serving_worker.CLOSE_DRAIN_MOST - 1))
+    while conn.drained < serving_worker.CLOSE_DRAIN_MOST - 1:
+        _turn(worker)
+    assert list(worker.closing_conns) == [conn]  # under the cap: still waiting for its close
+    theirs.sendall(b"x")
+    _turn(worker)
+    assert not worker.closing_conns and worker.nr_conns == 0 and conn.sock.fileno() == -1
+    theirs.close()
+
+
 def test_a_client_that_never_closes_is_closed_after_gunicorns_two_seconds(monkeypatch):
     worker = _worker_of_one_thread()
     now = [1000.0]
