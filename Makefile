@@ -13,6 +13,8 @@ NODE_STAMP := $(NODE_DIR)/.installed
 export FLASK_APP := wsgi
 
 PORT ?= 8000
+# Cards' addresses (cardUrl) and the interface document's server follow the port served on.
+PUBLIC_BASE_URL ?= http://127.0.0.1:$(PORT)
 TEST_POSTGRES_URL ?= postgresql://postgres@127.0.0.1:5432/postgres
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # Run again through PgBouncer in transaction pooling, over a database in Asia/Kathmandu: the
@@ -47,6 +49,7 @@ install-serve: $(SERVE_STAMP)
 migrate: install-serve
 	$(BIN)/flask db upgrade
 
+# Each run issues a new demo key and revokes the one printed before (flask demo says so).
 demo: migrate
 	@echo "Demo API key (shown once):"
 	@$(BIN)/flask demo | tail -n 1
@@ -54,8 +57,9 @@ demo: migrate
 # Served as the Procfile's web line serves (app/serving.py: JSON log lines, no control socket),
 # on this machine's loopback only.
 run: demo
+	@echo "Webhooks and upkeep wait for a worker: REDIS_URL=redis://127.0.0.1:6379/0 make worker"
 	@echo "Serving on http://127.0.0.1:$(PORT)"
-	@PORT=$(PORT) $(BIN)/gunicorn --config python:app.serving --bind 127.0.0.1:$(PORT) wsgi:app
+	@PORT=$(PORT) PUBLIC_BASE_URL=$(PUBLIC_BASE_URL) $(BIN)/gunicorn --config python:app.serving --bind 127.0.0.1:$(PORT) wsgi:app
 
 worker: install-serve
 	$(BIN)/python -m worker

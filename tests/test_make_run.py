@@ -1,7 +1,8 @@
 """`make run` from a fresh clone: it installs what serving needs (not the test extras),
 migrates, prints a demo key and serves /v1/company to that key over the embedded SQLite
 default, with the Procfile's settings (app/serving.py): JSON log lines only, no control socket
-under the home directory, and on 127.0.0.1 alone."""
+under the home directory, and on 127.0.0.1 alone; cards and the interface document name the
+port it serves on."""
 from __future__ import annotations
 
 import json
@@ -83,6 +84,15 @@ def test_make_run_from_a_fresh_clone_serves_the_printed_key(tmp_path):
             except OSError:
                 assert time.monotonic() < deadline and server.poll() is None, "".join(output[-40:])
                 time.sleep(0.5)
+        # The port served on is the public address cards and the interface document name.
+        enrol = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/customers", method="POST",
+            data=json.dumps({"phone": "+79123456789", "firstName": "Anna"}).encode(),
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(enrol, timeout=5) as response:
+            assert json.load(response)["cardUrl"].startswith(f"http://127.0.0.1:{port}/cards/")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=5) as response:
+            assert json.load(response)["servers"][0]["url"] == f"http://127.0.0.1:{port}"
         assert (clone / "instance" / "loyalty.db").exists()
         # Serving installs the package alone: none of the test extras.
         probe = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-c", "import pytest"],

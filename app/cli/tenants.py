@@ -274,11 +274,13 @@ def idempotency_purge():
 @with_appcontext
 def demo():
     """A demo company with a store published to MINIAPP and a terminal; prints a key with
-    every scope."""
+    every scope. Each run revokes the demo key printed before, and says so on stderr."""
     from app.services.tenancy.demo import create_demo
 
     with operator_session() as session:
-        key = create_demo(session, pepper=_pepper(), now=utcnow())
+        key, revoked = create_demo(session, pepper=_pepper(), now=utcnow())
+    for prefix in revoked:
+        click.echo(f"revoked the earlier demo key {prefix}…: only the key below works now", err=True)
     click.echo(key)
 
 COMMANDS = (db_cli, companies_cli, credentials_cli, programs_cli, subscriptions_cli, idempotency_cli, demo)

@@ -80,8 +80,11 @@ def test_demo_prints_a_key_with_every_scope(app, client, db):
 def test_demo_again_reuses_its_company_and_reissues_the_key(app, client, db):
     runner = app.test_cli_runner()
     first = _last_line(runner.invoke(args=["demo"]))
-    second = _last_line(runner.invoke(args=["demo"]))
+    again = runner.invoke(args=["demo"])
+    second = _last_line(again)
     assert first != second
+    # The earlier key is named (by its display prefix) as revoked, never silently.
+    assert f"revoked the earlier demo key {first[:16]}" in again.stderr
     assert client.get("/v1/company", headers={"Authorization": f"Bearer {first}"}).status_code == 401
     assert client.get("/v1/company", headers={"Authorization": f"Bearer {second}"}).status_code == 200
     assert db.scalar(select(func.count()).select_from(Company)) == 1

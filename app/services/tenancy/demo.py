@@ -1,4 +1,5 @@
-"""`flask demo`: a company ready to try at a register, made once; each run issues its key anew."""
+"""`flask demo`: a company ready to try at a register, made once; each run issues its key anew
+and says which earlier demo keys it revoked (a key is shown once: it cannot be shown again)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -15,20 +16,23 @@ DEMO_COMPANY = "Demo Coffee"
 DEMO_KEY = "Demo key"
 
 
-def create_demo(session: Session, *, pepper: str, now: datetime) -> str:
+def create_demo(session: Session, *, pepper: str, now: datetime) -> tuple[str, list[str]]:
     """The demo company (made on the first run, found on the next ones) and a new key with
-    every scope; the demo keys issued before are revoked, so only the printed one works."""
+    every scope; the demo keys issued before are revoked, so only the printed one works.
+    Returns the key and the display prefixes of the keys revoked."""
     company_id = session.scalar(select(Company.id).where(Company.name == DEMO_COMPANY)
                                 .order_by(Company.created_at).limit(1))
     if company_id is None:
         company_id = _make_demo_company(session, now)
+    revoked = []
     for credential in session.scalars(select(ApiCredential).where(
             ApiCredential.company_id == company_id, ApiCredential.name == DEMO_KEY,
             ApiCredential.revoked_at.is_(None))):
         credentials.revoke_credential(session, company_id, credential.id, now=now)
+        revoked.append(credential.prefix)
     _, key = credentials.issue_credential(session, company_id, DEMO_KEY, list(ALL_SCOPES),
                                           pepper=pepper, now=now)
-    return key
+    return key, revoked
 
 
 def _make_demo_company(session: Session, now: datetime) -> str:
