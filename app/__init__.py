@@ -58,7 +58,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings.from_env()
     app = LoyaltyApp(__name__, instance_path=str(INSTANCE_DIR))
     # Werkzeug answers `/cards//<token>` with a redirect to the merged path, built on the
-    # request's Host header. No response is built from Host (CONTRACT §12): a 404.
+    # request's Host header. No response is built from Host (docs/api.md#cards): a 404.
     app.url_map.merge_slashes = False
     configure(app, settings)
     register_database(app, settings)

@@ -1,6 +1,6 @@
 """Every setting the service reads, in one place, each with its default.
 
-Settings come only from the environment (CONTRACT §11). `Settings.from_env()` fails fast
+Settings come only from the environment (docs/api.md#operators). `Settings.from_env()` fails fast
 on a combination that would be unsafe in production.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ DEFAULT_RETRY_SCHEDULE = "5,300,1800,7200,18000,36000,36000"
 DEFAULT_APNS_URL = "https://api.push.apple.com"
 # Seconds between push attempts to a device while APNs answers 429/5xx or not at all.
 DEFAULT_APNS_RETRY_SCHEDULE = "5,30,120,600,1800,3600"
-# Counted per register when a request names one, else per key (CONTRACT §19). A chain of 1,000
+# Counted per register when a request names one, else per key (docs/api.md#limits). A chain of 1,000
 # stores sends about 300 requests a second at its peak, all on one key when its registers do
 # not name themselves: 1,000 a second lets that through with room, and still stops one runaway
 # client before it takes the service from everyone else.

@@ -1,6 +1,6 @@
 """Engine, the session a request or job owns, and the declarative base.
 
-The request owns the transaction (STYLE §2): `request_session()` hands the same session to
+The request owns the transaction: `request_session()` hands the same session to
 everything in one request, and the app commits or rolls it back as a whole when the
 response is ready.
 """
@@ -83,7 +83,7 @@ def add_unicode_lower(dbapi_connection) -> None:
 
 def make_engine(url: str) -> Engine:
     # A failing statement's parameters (phones, names, idempotency keys) never reach a log:
-    # SQLAlchemy's error text shows the statement alone (CONTRACT §12).
+    # SQLAlchemy's error text shows the statement alone (docs/api.md#cards).
     if url.startswith("sqlite"):
         engine = create_engine(url, hide_parameters=True,
                                connect_args={"timeout": 30, "check_same_thread": False})

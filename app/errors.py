@@ -1,4 +1,4 @@
-"""Every error as JSON (CONTRACT §2): HTTPValidationError for 422, {detail, code} otherwise.
+"""Every error as JSON (docs/api.md#errors): HTTPValidationError for 422, {detail, code} otherwise.
 Stack traces never reach a response."""
 from __future__ import annotations
 
@@ -101,8 +101,8 @@ def unexpected_error_response(error: Exception):
 
 def database_error_response(error: DBAPIError):
     """The database away (a restart, a failover): 503, and the register tries again in a
-    second. The transaction was rolled back, so nothing was changed (CONTRACT §16). A unique
-    violation a deferred write found at the commit answers its Conflict."""
+    second. The transaction was rolled back, so nothing was changed (docs/api.md#availability). A
+    unique violation a deferred write found at the commit answers its Conflict."""
     conflict = conflict_at_commit(error)
     if conflict is not None:
         return domain_error_response(conflict)

@@ -13,15 +13,15 @@ bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # on PostgreSQL the others run, and a process of one thread serves each request in its own loop
 # (app/serving_worker.py). Measured under the register's load against two processes of two
 # threads: 3 x 1 served 5-6.5 % more checkouts for 4-10 % less of the workers' CPU a checkout,
-# 2 x 1 2.5 % more, 4 x 1 3 % fewer (docs/performance.md, round fifteen); against four sync
-# workers, 2 x 2 served 6-8 % more, 2 x 4 as much but with the paused registers' p99 over
+# 2 x 1 2.5 % more, 4 x 1 3 % fewer (docs/performance.md's git history, round fifteen); against four
+# sync workers, 2 x 2 served 6-8 % more, 2 x 4 as much but with the paused registers' p99 over
 # 25 ms, 2 x 8 5 % fewer (round fourteen).
 workers = int(os.environ.get("WEB_CONCURRENCY") or 3)
 threads = int(os.environ.get("WEB_THREADS") or 1)
 # gunicorn's threaded worker, telling of a request it cannot parse without quoting it
-# (CONTRACT §12) and answering every connection already made before a graceful stop, so a
-# rolling restart behind nginx fails no request (§19): app/serving_worker.py and the modules it
-# names (serving_stop, serving_log, serving_heartbeat).
+# (docs/api.md#cards) and answering every connection already made before a graceful stop, so a
+# rolling restart behind nginx fails no request (docs/api.md#limits): app/serving_worker.py and the
+# modules it names (serving_stop, serving_log, serving_heartbeat).
 worker_class = "app.serving_worker.WebWorker"
 # A client's connection is kept for its next request (a register's next step, nginx's next
 # request to this instance): no connect and close a request. What the gain is made of: without
@@ -29,7 +29,7 @@ worker_class = "app.serving_worker.WebWorker"
 # an idle connection to an instance after 1 s (deploy/nginx/loyalty.conf), before this, so it
 # never sends a request on one this side is closing.
 keepalive = 5
-# SIGTERM: requests in flight finish within this many seconds (CONTRACT §16).
+# SIGTERM: requests in flight finish within this many seconds (docs/api.md#availability).
 graceful_timeout = 30
 # gunicorn's control socket lives under the home directory, shared by every gunicorn on the
 # host; we do not use it.

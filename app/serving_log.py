@@ -6,7 +6,7 @@
   rest of the line or a header. gunicorn's own warning ("Invalid request from ip=…: Invalid
   HTTP request line: 'GET /cards/<token>\\x7f HTTP/1.1'") and the HTML 400 it answers with quote
   what they could not parse: a card token, a gift-card code, an API key in a query or an
-  Authorization header (CONTRACT §12). Every parse error is told by its name instead, whatever
+  Authorization header (docs/api.md#cards). Every parse error is told by its name instead, whatever
   it carries, so an error gunicorn adds later is covered too (told_by_name, called by the
   worker's handle_error: app/serving_worker.py)."""
 from __future__ import annotations

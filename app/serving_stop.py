@@ -1,5 +1,5 @@
 """A web worker's graceful stop answers every connection already made to it before it exits
-(§19; WebWorker.set_accept_enabled calls this at the stop).
+(docs/api.md#limits; WebWorker.set_accept_enabled calls this at the stop).
 
 gunicorn's own worker stops accepting at SIGTERM and exits once the connections it holds are
 done. The listening socket stays open in the workers until the last one exits, so the kernel

@@ -1,4 +1,4 @@
-"""The per-process campaign cache (CONTRACT §15), against PostgreSQL under gunicorn with one
+"""The per-process campaign cache (docs/api.md#tiers), against PostgreSQL under gunicorn with one
 worker process, so that every request meets the same cache:
 
   (a) the first quote after a campaign change, at a company with 100 live campaigns of 1,000

@@ -101,7 +101,7 @@ def seed(url: str, registers: int, extra_customers: int, history: int = 0,
     past checkouts of the crowd (a shop in business: tables of its real size, so the plans
     PostgreSQL caches per connection are the ones it keeps in production). With
     `lots_per_customer`, points expire (a year's lifetime) and each register's and hot
-    customer's balance is that many lots, expiring a day apart (CONTRACT §14)."""
+    customer's balance is that many lots, expiring a day apart (docs/api.md#expiry)."""
     app = create_app(Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
                               development=False))
     session = app.extensions["session_factory"]()
@@ -524,7 +524,8 @@ def _arguments() -> argparse.Namespace:
                         help="in (a), also the app served under this gunicorn config file (one "
                              "that builds on app/serving.py, as bench/worker_sampler.py does), "
                              "in the same turns: two separate runs differ by more than a change "
-                             "to serving moves the ratio (docs/performance.md, round twelve)")
+                             "to serving moves the ratio (docs/performance.md's git history, round "
+                             "twelve)")
     parser.add_argument("--rate-limit", default="off",
                         help="the server's API_RATE_LIMIT (all registers share one key, so a "
                              "limit meant to cost, not to refuse, is far above the load)")

@@ -1,4 +1,4 @@
-"""The periodic expiry of points (CONTRACT §14) at scale, on PostgreSQL: one company with
+"""The periodic expiry of points (docs/api.md#expiry) at scale, on PostgreSQL: one company with
 `--customers` customers (1,000,000 by default), each holding lots; `--due-lots` of them
 (100,000) are past their expiresAt, spread over accounts of `--due-per-account` due lots.
 

@@ -1,4 +1,4 @@
-"""The back office's reports (CONTRACT §17) at scale, on PostgreSQL: one company with
+"""The back office's reports (docs/api.md#reports) at scale, on PostgreSQL: one company with
 `--customers` customers (1,000,000 by default), `--sales` sales of 5 lines each over the last
 year (1,000,000: 5,000,000 lines) and `--entries` ledger entries (10,000,000), 3 % of the sales
 returned, 5 % of the lines under a campaign.

@@ -1,4 +1,4 @@
-"""A change of the tier window (CONTRACT §15) in a company of `--customers` customers
+"""A change of the tier window (docs/api.md#tiers) in a company of `--customers` customers
 (1,000,000 by default), on PostgreSQL: how long the change takes (it moves the window's
 version and locks no account), then how long one run of the periodic job takes to recount
 the spends it leaves behind (SPEND_MOST accounts a run) and how many remain.

@@ -1,4 +1,4 @@
-"""Wallet pushes (CONTRACT §18): how many pushes one worker process makes per second against a
+"""Wallet pushes (docs/api.md#wallet): how many pushes one worker process makes per second against a
 local HTTP/2 push service (the test suite's stand-in for APNs), and what a commit costs in
 process CPU with and without devices registered for the customer's pass (the same within
 noise: the push is the worker's, after commit).

@@ -1,4 +1,4 @@
-"""The upkeep's wallet push sweep (CONTRACT §18): what one sweep costs with many registrations
+"""The upkeep's wallet push sweep (docs/api.md#wallet): what one sweep costs with many registrations
 over many accounts. "without a mark" is a sweep that reads every registration, as every sweep
 did before the mark (and as the first sweep still does); "nothing changed" is the usual sweep,
 which reads only the accounts changed since its mark less the margin; "N changed" has N accounts

@@ -1,5 +1,5 @@
 """A real PgBouncer in transaction pooling, its defaults otherwise, in front of the test
-server, and databases whose own time zone is not UTC (CONTRACT §19).
+server, and databases whose own time zone is not UTC (docs/api.md#limits).
 
 `make test`'s PostgreSQL pass runs the suite (but tests/deployed/) a second time with
 TEST_THROUGH_PGBOUNCER=1: the suite's database is then one of these, and the app reaches it

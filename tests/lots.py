@@ -1,4 +1,4 @@
-"""Arranging time for points that expire (CONTRACT §14): tests move a customer's lots
+"""Arranging time for points that expire (docs/api.md#expiry): tests move a customer's lots
 nearer to their end instead of waiting."""
 from __future__ import annotations
 

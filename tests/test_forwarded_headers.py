@@ -1,4 +1,4 @@
-"""Behind a proxy (CONTRACT §19): the client's address and the scheme come from
+"""Behind a proxy (docs/api.md#limits): the client's address and the scheme come from
 X-Forwarded-For / X-Forwarded-Proto only when the peer is in FORWARDED_ALLOW_IPS. Through the
 Procfile's web line, whose log says what it believed."""
 from __future__ import annotations

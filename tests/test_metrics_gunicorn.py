@@ -1,5 +1,5 @@
 """/metrics under the Procfile's `web` line with two gunicorn workers: the requests of both
-workers are counted, whichever worker answers the scrape (CONTRACT §16)."""
+workers are counted, whichever worker answers the scrape (docs/api.md#availability)."""
 from __future__ import annotations
 
 import http.client

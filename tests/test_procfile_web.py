@@ -217,8 +217,8 @@ def test_every_line_is_json_and_each_request_is_logged_once(web):
 
 
 def test_a_connection_is_kept_for_the_clients_next_request(web):
-    """The registers' gain (docs/performance.md, round fourteen): no connect and close a
-    request. The second request travels on the first one's socket."""
+    """The registers' gain (docs/performance.md's git history, round fourteen): no connect and close
+    a request. The second request travels on the first one's socket."""
     host, _, port = web[0].removeprefix("http://").partition(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
     try:

@@ -1,8 +1,8 @@
 """`python -m worker`: an RQ worker with its scheduler, plus a timer that enqueues the
 periodic upkeep. Several workers may run: a Redis lock lets one enqueue per interval.
 
-It runs until it is stopped (CONTRACT §16). When Redis goes away the RQ loop ends or backs
-off; we start it again with backoff, so neither idle hours nor a Redis restart end the
+It runs until it is stopped (docs/api.md#availability). When Redis goes away the RQ loop ends or
+backs off; we start it again with backoff, so neither idle hours nor a Redis restart end the
 process. A job that meets a PostgreSQL restart fails, and the outbox sweep enqueues its work
 again. Each start of RQ's loop first takes up what a stopped worker or an outage left
 waiting. SIGTERM lets the running job finish and exits 0. Only settings that cannot work

@@ -86,7 +86,7 @@ def credit_birthdays(session: Session, now: datetime) -> int:
 
 
 TASKS = [
-    # First: a hold that ran out no longer covers the due points it reserved (CONTRACT §14),
+    # First: a hold that ran out no longer covers the due points it reserved (docs/api.md#expiry),
     # so they expire in this same run rather than the next.
     ("expire holds", holds.expire_holds),
     ("expire checkout sessions", holds.expire_sessions),

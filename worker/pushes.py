@@ -1,4 +1,4 @@
-"""Wallet pushes (CONTRACT §18): tell each registered device that its pass changed, once per
+"""Wallet pushes (docs/api.md#wallet): tell each registered device that its pass changed, once per
 change however many workers run, retried while APNs is away, coalesced per registration."""
 from __future__ import annotations
 

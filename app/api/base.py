@@ -45,7 +45,7 @@ class ResponseSchema(ma.Schema):
 
 
 class ValidationErrorItem(ResponseSchema):
-    # Field names as strings, list positions as integers (CONTRACT §2).
+    # Field names as strings, list positions as integers (docs/api.md#errors).
     loc = ma.fields.List(ma.fields.Raw(metadata={"anyOf": [{"type": "string"},
                                                            {"type": "integer"}]}), required=True)
     msg = ma.fields.String(required=True)
@@ -114,9 +114,9 @@ class Blueprint(flask_smorest.Blueprint):
 
         `idempotency=(low, high)`: the key's length range, required unless
         `idempotency_required=False`. By default a POST of a key holder (a create) honours an
-        optional key of OPTIONAL_KEY's length (CONTRACT §7), so a new create is idempotent
-        without a word; `key_refused=why` where its answer cannot be stored and replayed (a
-        secret shown once): a key sent is a 422."""
+        optional key of OPTIONAL_KEY's length (docs/api.md#idempotency), so a new create is
+        idempotent without a word; `key_refused=why` where its answer cannot be stored and replayed
+        (a secret shown once): a key sent is a 422."""
 
         def decorator(func):
             from app.web.idempotency import idempotent, refuse_key

@@ -1,5 +1,5 @@
 """Campaigns: a higher accrual percent for a while, on some stores, skus or categories
-(CONTRACT §15)."""
+(docs/api.md#tiers)."""
 from __future__ import annotations
 
 from flask import g

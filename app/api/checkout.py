@@ -1,4 +1,5 @@
-"""Checkout at the register: sessions, quote, hold, release, commit (CONTRACT §4–§6).
+"""Checkout at the register: sessions, quote, hold, release, commit (docs/api.md#resources, #states,
+#money).
 
 Every operation takes an Idempotency-Key (8–100): a retried request never holds or commits
 twice. The services return resources as the API shows them; they are sent as they are.

@@ -68,7 +68,7 @@ class CreateQuoteRequest(Schema):
         if len(set(line_ids)) != len(line_ids):
             raise ma.ValidationError("lineIds must be unique in a receipt", "lines")
         # Each line is bounded, but a thousand of them are not: no account holds more
-        # than the bound, and no receipt totals more (CONTRACT §6).
+        # than the bound, and no receipt totals more (docs/api.md#money).
         if sum(line["amount"] for line in data["lines"]) > BALANCE_BOUND:
             raise ma.ValidationError(
                 f"the lines total more than {format_amount(BALANCE_BOUND)}", "lines")

@@ -37,10 +37,11 @@ class ProgramView(MethodView):
         """The loyalty program: percents, delays, hold life, enrolment, clawback policy,
         bonuses and tiers.
 
-        The settings every quote, commit and return is computed with (CONTRACT §6, §14, §15):
-        accrual and redemption percents as decimal strings, the accrual delay, how long a hold
-        lives, whether enrolment needs a confirmed OTP, the clawback policy, points' lifetime and
-        reminder, the welcome and birthday bonuses, and the tiers (by minSpend) with their window.
+        The settings every quote, commit and return is computed with (docs/api.md#money, #expiry,
+        #tiers): accrual and redemption percents as decimal strings, the accrual delay, how long a
+        hold lives, whether enrolment needs a confirmed OTP, the clawback policy, points' lifetime
+        and reminder, the welcome and birthday bonuses, and the tiers (by minSpend) with their
+        window.
         """
         return json_response(settings.program_as_json(
             companies.get_program(request_session(), g.company_id)), 200)

@@ -1,5 +1,5 @@
-"""The interface document (CONTRACT §10) written from the operations' declarations: markers,
-security, headers, and every error an operation can answer with its `code` values.
+"""The interface document (docs/api.md#interface) written from the operations' declarations:
+markers, security, headers, and every error an operation can answer with its `code` values.
 
 Codes an operation can meet because of what it is come from here, once (a key → 401/403,
 a path id → 404, a body → 400/413/415, an Idempotency-Key → 409, the database → 503); codes of
@@ -33,7 +33,7 @@ HEADERS = {
                      "X-Request-Id when it is 1-128 characters of A-Za-z0-9._:-, else generated",
                      "schema": {"type": "string", "maxLength": 128}},
     "Idempotent-Replayed": {"description": "`true` when this is the stored answer to an earlier "
-                            "request with the same Idempotency-Key (CONTRACT §7)",
+                            "request with the same Idempotency-Key (docs/api.md#idempotency)",
                             "schema": {"type": "string", "enum": ["true"]}},
     "Retry-After": {"description": "Seconds to wait before trying again",
                     "schema": {"type": "integer", "minimum": 1}},
@@ -56,7 +56,8 @@ def document_path(rule: str) -> str:
 
 
 def error_codes(method: str, rule: str, operation) -> list[str]:
-    """Every error code the operation can answer with, in the order of CONTRACT §2's checks."""
+    """Every error code the operation can answer with, in the order of docs/api.md#errors's
+    checks."""
     codes = []
     if operation.scope is not None:
         codes += AUTHENTICATED

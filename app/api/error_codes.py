@@ -1,5 +1,5 @@
-"""Every error `code` the service answers with (CONTRACT §2), its status and when: the one list
-the interface document, the operations' declarations and the tests all read."""
+"""Every error `code` the service answers with (docs/api.md#errors), its status and when: the one
+list the interface document, the operations' declarations and the tests all read."""
 from __future__ import annotations
 
 ERROR_CODES: dict[str, tuple[int, str]] = {

@@ -1,4 +1,4 @@
-"""One-time codes for enrolment (CONTRACT §9)."""
+"""One-time codes for enrolment (docs/api.md#otp)."""
 from __future__ import annotations
 
 import logging

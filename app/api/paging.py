@@ -1,4 +1,4 @@
-"""The two paging styles of the spec and their response envelopes (CONTRACT §1)."""
+"""The two paging styles of the spec and their response envelopes (docs/api.md#conventions)."""
 from __future__ import annotations
 
 import marshmallow as ma

@@ -1,4 +1,4 @@
-"""Apple's Wallet web service (CONTRACT §18), outside /v1 and without an API key: a device
+"""Apple's Wallet web service (docs/api.md#wallet), outside /v1 and without an API key: a device
 registers for a pass's updates, asks which of its passes changed, fetches the latest pass and
 sends its logs. The pass's own `ApplePass` token authenticates where Apple says so."""
 from __future__ import annotations

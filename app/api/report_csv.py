@@ -1,4 +1,4 @@
-"""Reports as CSV (CONTRACT §17): a header row, then one row per item, money as in JSON,
+"""Reports as CSV (docs/api.md#reports): a header row, then one row per item, money as in JSON,
 UTF-8, sent as an attachment and streamed row by row, so a long report is never one string
 in memory."""
 from __future__ import annotations

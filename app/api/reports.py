@@ -1,4 +1,4 @@
-"""Reports for the back office (CONTRACT §17): JSON, or CSV when the request's Accept prefers
+"""Reports for the back office (docs/api.md#reports): JSON, or CSV when the request's Accept prefers
 it. Each report reads one snapshot of its own (app.services.reports.periods.snapshot)."""
 from __future__ import annotations
 

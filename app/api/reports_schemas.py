@@ -1,4 +1,4 @@
-"""The reports' query parameters and answers (CONTRACT §17)."""
+"""The reports' query parameters and answers (docs/api.md#reports)."""
 from __future__ import annotations
 
 from datetime import date

@@ -32,7 +32,7 @@ class WebhookEndpoints(MethodView):
         a 422 on `body.url`; deliveries to private or loopback addresses are refused at connection
         time. The answer's `secret` (`whsec_…`) signs every delivery (Standard Webhooks) and is
         shown this once, so an Idempotency-Key is refused (422). Deliveries retry on the schedule of
-        CONTRACT §8 and end in dead letters.
+        docs/api.md#webhooks and end in dead letters.
         """
         endpoint, secret = endpoints.create_endpoint(
             request_session(), g.company_id, url=body["url"], events=body["events"],

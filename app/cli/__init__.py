@@ -1,5 +1,5 @@
-"""The operator's `flask` commands (CONTRACT §11). Each prints what it made as its last line,
-alone, so scripts can read it. One module per area; each exports COMMANDS."""
+"""The operator's `flask` commands (docs/api.md#operators). Each prints what it made as its last
+line, alone, so scripts can read it. One module per area; each exports COMMANDS."""
 from __future__ import annotations
 
 from importlib import import_module

@@ -32,7 +32,8 @@ def gift_cards_issue(company_id, amount, expires_at, count):
         refuse(f"--amount: {exc}")
     if kopecks <= 0:
         refuse("--amount must be greater than zero")
-    if kopecks > BALANCE_BOUND:  # a card's balance is bounded as an account's is (§6)
+    # a card's balance is bounded as an account's is (docs/api.md#money)
+    if kopecks > BALANCE_BOUND:
         refuse(f"--amount must be at most {wire.format_amount(BALANCE_BOUND)}")
     expiry = _instant(expires_at)
     now = utcnow()

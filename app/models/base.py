@@ -1,7 +1,7 @@
 """Column helpers shared by the models.
 
 Every tenant table starts with `company_id` and keeps it in every primary, unique and
-foreign key (CONTRACT §11), so the schema can be distributed by company.
+foreign key (docs/api.md#operators), so the schema can be distributed by company.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class TenantMixin:
     # Rows written on every register request name their company through a parent (customer,
     # session, sale) or the authenticated key, without a key of their own to companies: each
     # such check locks the one company row that all the company's registers share
-    # (docs/decisions.md, "Keys to companies").
+    # (docs/decisions.md, "The register's path").
     references_company: ClassVar[bool] = True
 
     @declared_attr

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from app.db import Base, UtcDateTime
 from app.models.base import Money, TenantMixin
 
-# The states of CONTRACT §5, named once: the services move rows between them, the schemas
+# The states of docs/api.md#states, named once: the services move rows between them, the schemas
 # document them.
 OPEN, HELD, COMMITTED, EXPIRED = "OPEN", "HELD", "COMMITTED", "EXPIRED"
 SESSION_STATES = (OPEN, HELD, COMMITTED, EXPIRED)
@@ -105,11 +105,11 @@ class Sale(TenantMixin, Base):
     accrued: Mapped[int] = mapped_column(Money)
     accrual_available_at: Mapped[datetime] = mapped_column(UtcDateTime)
     committed_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    # What the sale adds to the customer's tier spend now (CONTRACT §15): Σ per line of
+    # What the sale adds to the customer's tier spend now (docs/api.md#tiers): Σ per line of
     # floor((amount − discount) × (quantity − returned) / quantity).
     spend: Mapped[int] = mapped_column(Money, default=0)
     # When the earliest lot the redemption took from expires (null: none of them does): a
-    # return's restored redemption expires then (CONTRACT §14).
+    # return's restored redemption expires then (docs/api.md#expiry).
     redemption_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     # JSON list of the lines printed on the receipt at commit (the balance then, not now).
     receipt_text: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -45,7 +45,7 @@ class Program(TenantMixin, Base):
     # Moved by every change to the company's campaigns: the register reads it with its context
     # and reloads its cached campaigns when it moved (app.services.program.matching).
     campaigns_version: Mapped[int] = mapped_column(Integer, default=0)
-    # CONTRACT §14: null lifetime, points never expire; null reminder, no reward.expiring.
+    # docs/api.md#expiry: null lifetime, points never expire; null reminder, no reward.expiring.
     points_lifetime_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
     expiry_reminder_days: Mapped[int | None] = mapped_column(Integer, nullable=True, default=7)
 
@@ -69,7 +69,7 @@ class Subscription(TenantMixin, Base):
 
 
 class Campaign(TenantMixin, Base):
-    """A time-boxed accrual percent for some stores, skus or catalog categories (CONTRACT §15).
+    """A time-boxed accrual percent for some stores, skus or catalog categories (docs/api.md#tiers).
     Deleted campaigns stay, inactive, for the sales that name them."""
 
     __tablename__ = "campaigns"

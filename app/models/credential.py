@@ -28,7 +28,7 @@ class ApiCredential(TenantMixin, Base):
 
 class PreviousKey(Base):
     """A key a rotation with a grace period replaced: it keeps working until `valid_until`,
-    however many rotations follow (CONTRACT §3)."""
+    however many rotations follow (docs/api.md#keys)."""
 
     __tablename__ = "api_credential_previous_keys"
     __table_args__ = (

@@ -61,7 +61,7 @@ class RewardAccount(Base):
         Index("ix_reward_accounts_birthday", "birthday_due_on"),
         # The wallet push sweep's "changed since" (app.services.cards.pass_pushes.mark_stale).
         Index("ix_reward_accounts_updated", "updated_at"),
-        # The periodic job's candidates (CONTRACT §14): only accounts with lots to watch.
+        # The periodic job's candidates (docs/api.md#expiry): only accounts with lots to watch.
         Index("ix_reward_accounts_expiry", "next_expiry_at",
               postgresql_where=text("next_expiry_at IS NOT NULL"),
               sqlite_where=text("next_expiry_at IS NOT NULL")),
@@ -78,11 +78,11 @@ class RewardAccount(Base):
     # Earliest availableAt among PENDING entries: maturing on touch costs nothing until then.
     next_maturity_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     # Earliest expiresAt among lots with points left, and earliest reward.expiring still to
-    # send: expiring and reminding on touch cost nothing until then (CONTRACT §14).
+    # send: expiring and reminding on touch cost nothing until then (docs/api.md#expiry).
     next_expiry_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     next_reminder_at: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
-    # The tier's spend (CONTRACT §15), kept as sales are committed and returned, and the
+    # The tier's spend (docs/api.md#tiers), kept as sales are committed and returned, and the
     # oldest sale it counts: once that leaves the window the spend is recomputed
     # (app.services.rewards.spend).
     spend: Mapped[int] = mapped_column(Money, default=0)
@@ -123,7 +123,7 @@ class LedgerEntry(TenantMixin, Base):
 
 
 class RewardLot(Base):
-    """A credit's points and when they expire (CONTRACT §14): spending takes from the lot that
+    """A credit's points and when they expire (docs/api.md#expiry): spending takes from the lot that
     expires first. A lot's id is its credit's ledger entry id (a balance brought forward by
     migration 0011 has the customer's id). Only `remaining` and `remind_at` ever change."""
 

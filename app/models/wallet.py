@@ -1,4 +1,5 @@
-"""Apple Wallet passes given out, and the devices registered for their updates (CONTRACT §18)."""
+"""Apple Wallet passes given out, and the devices registered for their updates
+(docs/api.md#wallet)."""
 from __future__ import annotations
 
 from datetime import datetime

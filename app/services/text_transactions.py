@@ -1,7 +1,7 @@
 """A transaction "in text": on PostgreSQL a request's transaction whose BEGIN travels in the
 text of its first statement and whose COMMIT in that of its last writes, psycopg2 in
 autocommit meanwhile so that it sends neither (two round trips fewer a request;
-docs/decisions.md, "The register at the floor"). `RequestSession` (app/services/sessions.py)
+docs/decisions.md, "The register's path"). `RequestSession` (app/services/sessions.py)
 begins and ends one; the unit of work writes its BEGIN and COMMIT into its strings.
 
 Whether a BEGIN is owed is libpq's own account of the connection (idle: no transaction open on

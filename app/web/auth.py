@@ -1,5 +1,5 @@
 """Who is calling: the key names the company and its scopes. Runs before every /v1 view, in
-the order of CONTRACT §2: authentication (401), scope (403), body media type and size
+the order of docs/api.md#errors: authentication (401), scope (403), body media type and size
 (415, 413), the register's X-Loyalty-Pos-Key; then the view validates and acts."""
 from __future__ import annotations
 

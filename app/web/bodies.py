@@ -1,6 +1,6 @@
 """A request's JSON body, read and decoded once for every operation (the idempotency
 fingerprint and the schema see the same value). Whatever the server cannot decode or
-represent is a 422 on the body (CONTRACT §2), never a 500 further on; a body that cannot even
+represent is a 422 on the body (docs/api.md#errors), never a 500 further on; a body that cannot even
 be read as HTTP (broken chunked framing) is a 400."""
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def raw_body() -> bytes:
 
 
 def read_framed(read):
-    """`read()` of the request's body, its framing errors a 400 `bad_request` (CONTRACT §2)."""
+    """`read()` of the request's body, its framing errors a 400 `bad_request`
+    (docs/api.md#errors)."""
     try:
         return read()
     except UNREADABLE:

@@ -1,4 +1,5 @@
-"""One idempotency mechanism for every operation that takes an Idempotency-Key (CONTRACT §7).
+"""One idempotency mechanism for every operation that takes an Idempotency-Key
+(docs/api.md#idempotency).
 
 The record is inserted in the request's own transaction before the effect, and completed
 with the response before commit: exactly one effect whatever the retries. A concurrent
@@ -51,7 +52,7 @@ _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_stat
 
 # Taken with the key: on PostgreSQL an idempotent request's record is inserted by the request's
 # first statement, the key's lookup (app/web/auth.py), which saves the claim its own round trip.
-# The body is read only after the key's checks (CONTRACT §2), so the record is taken without
+# The body is read only after the key's checks (docs/api.md#errors), so the record is taken without
 # its fingerprint (NO_FINGERPRINT) and the completion writes it. No other request sees the
 # record in between: the completion commits with it, and an error rolls both back (no
 # operation that takes a key commits before its end).

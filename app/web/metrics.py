@@ -1,5 +1,5 @@
-"""`GET /metrics` (CONTRACT §16): Prometheus text for the operator's scraper, outside /v1 and
-the interface document, answered only to `Authorization: Bearer <METRICS_TOKEN>`.
+"""`GET /metrics` (docs/api.md#availability): Prometheus text for the operator's scraper, outside
+/v1 and the interface document, answered only to `Authorization: Bearer <METRICS_TOKEN>`.
 
 Under gunicorn every worker counts its own requests; prometheus_client's multiprocess mode
 keeps them in files under PROMETHEUS_MULTIPROC_DIR (app.serving sets it up), which any

@@ -1,4 +1,4 @@
-"""Who the client is when the service runs behind a proxy (CONTRACT §19).
+"""Who the client is when the service runs behind a proxy (docs/api.md#limits).
 
 gunicorn believes `X-Forwarded-Proto` only from the addresses in `FORWARDED_ALLOW_IPS` (its
 own setting, whose default and meaning we share) and sets the request's scheme from it. It

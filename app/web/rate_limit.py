@@ -1,8 +1,8 @@
-"""The rate limit (CONTRACT §2: 429 `rate_limited` with Retry-After), counted by Flask-Limiter
-per register when the request names one with X-Loyalty-Pos-Key, else per credential (§19: a
-chain's registers share their company's key, and one register's runaway loop must not throttle
-the rest of the shop), in the app's Redis when there is one (every gunicorn worker and
-host shares the count) and in the process's memory otherwise.
+"""The rate limit (docs/api.md#errors: 429 `rate_limited` with Retry-After), counted by
+Flask-Limiter per register when the request names one with X-Loyalty-Pos-Key, else per credential
+(docs/api.md#limits: a chain's registers share their company's key, and one register's runaway loop
+must not throttle the rest of the shop), in the app's Redis when there is one (every gunicorn worker
+and host shares the count) and in the process's memory otherwise.
 
 A round trip to Redis costs about 100 µs of the app's CPU, and Flask-Limiter's per-request
 hooks about 130 µs, each some 4 % of a register's request (docs/performance.md). So a busy key
@@ -111,7 +111,7 @@ def _count() -> None:
 
 def register_rate_limit(app: Flask, settings: Settings) -> None:
     """After the request hooks (app.web.requests), so the key is known when the limit is counted:
-    401 and 403 come first, then 413/415, then 429, then the body's 422 (CONTRACT §2)."""
+    401 and 403 come first, then 413/415, then 429, then the body's 422 (docs/api.md#errors)."""
     if settings.api_rate_limit is None:
         return
     per_key = PerKeyLimit(settings.api_rate_limit)

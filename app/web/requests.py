@@ -37,7 +37,7 @@ def _begin() -> None:
 def _refuse_redirects(req: Request) -> None:
     """Werkzeug's routing redirects to the URL it prefers (a rule's trailing slash, its
     defaults) on the request's Host header, which the caller chose: no response is built from
-    it (CONTRACT §12), so a path that only a redirect would serve is a 404."""
+    it (docs/api.md#cards), so a path that only a redirect would serve is a 404."""
     if isinstance(req.routing_exception, RequestRedirect):
         req.routing_exception = NoRoute()  # answered as any unmatched path is
 

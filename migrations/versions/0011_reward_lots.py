@@ -1,4 +1,4 @@
-"""points that expire: lots, the program's lifetime and reminder settings (CONTRACT §14)
+"""points that expire: lots, the program's lifetime and reminder settings (docs/api.md#expiry)
 
 Every credit becomes a lot (`reward_lots`) with its own expiry; the account keeps the next
 moment something expires or is to be reminded of, so a touch costs nothing until then; a sale

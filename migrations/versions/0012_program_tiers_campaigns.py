@@ -1,4 +1,5 @@
-"""the program from the back office: tiers, campaigns, welcome and birthday bonuses (CONTRACT §15)
+"""the program from the back office: tiers, campaigns, welcome and birthday bonuses
+(docs/api.md#tiers)
 
 Programs gain the bonuses, the tiers and their window, and the version of their campaigns;
 campaigns get their table. Each sale keeps what it adds to the customer's tier spend, each

@@ -1,4 +1,4 @@
-"""a change of the tier window recounts spends lazily (CONTRACT §15)
+"""a change of the tier window recounts spends lazily (docs/api.md#tiers)
 
 Programs gain `tier_window_version`, moved by every change of `tierWindowDays`; reward accounts
 gain `spend_window_version`, the version their spend was counted for, with an index that the

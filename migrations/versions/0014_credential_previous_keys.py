@@ -1,4 +1,4 @@
-"""every key a rotation replaces keeps its own grace (CONTRACT §3)
+"""every key a rotation replaces keeps its own grace (docs/api.md#keys)
 
 A credential kept one previous digest on its row, so a second rotation ended the first
 replaced key's grace at once. Replaced keys now live in `api_credential_previous_keys`, each

@@ -1,4 +1,5 @@
-"""webhook endpoints keep the secret a rotation replaced, until its grace ends (CONTRACT §8)
+"""webhook endpoints keep the secret a rotation replaced, until its grace ends
+(docs/api.md#webhooks)
 
 `previous_secret_encrypted` (Fernet, like `secret_encrypted`) and `previous_secret_valid_until`:
 while that moment is ahead, every delivery is signed with both secrets. Existing endpoints were

@@ -1,7 +1,7 @@
 """the reports' indexes: each report reads one company's rows of a period, not the table
 
-The reports (CONTRACT §17) ask for one company's sales, ledger entries and returns of a period
-of Moscow days. The keys the register path has lead with the customer or the sale, so without
+The reports (docs/api.md#reports) ask for one company's sales, ledger entries and returns of a
+period of Moscow days. The keys the register path has lead with the customer or the sale, so without
 these each report would read every row of the company. Two carry the columns their report
 sums (PostgreSQL INCLUDE), so the sums come from the index alone; the matured entries' and the
 campaign lines' are partial, kept only for the rows they serve. Built CONCURRENTLY on

@@ -1,4 +1,4 @@
-"""wallet passes that update themselves (CONTRACT §18)
+"""wallet passes that update themselves (docs/api.md#wallet)
 
 `wallet_passes` keeps the digest of each downloaded pass's authenticationToken;
 `wallet_registrations` the devices registered for a pass's updates, and the push waiting for

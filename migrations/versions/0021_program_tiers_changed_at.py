@@ -1,6 +1,6 @@
 """when a program's tiers list last changed: the moment its wallet passes changed with it
 
-A wallet pass shows its customer's tier (CONTRACT §18). A change of the tiers list moves
+A wallet pass shows its customer's tier (docs/api.md#wallet). A change of the tiers list moves
 customers between tiers without writing their accounts, whose `updated_at` is otherwise the
 pass's update tag; `programs.tiers_changed_at` is the other moment a pass may have changed at
 (app.services.cards.passkit). Null until the list first changes: a nullable column, added

@@ -1,4 +1,4 @@
-"""The customer's card page, reached by its token alone (CONTRACT §12)."""
+"""The customer's card page, reached by its token alone (docs/api.md#cards)."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""The customer's card as an Apple Wallet pass (CONTRACT §12), signed with a test certificate
+"""The customer's card as an Apple Wallet pass (docs/api.md#cards), signed with a test certificate
 made here, and verified the way a phone would: manifest hashes, then the detached signature."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What a key may do to other keys: rotate or revoke only keys whose scopes are all its own,
-so no key obtains a stronger one (CONTRACT §3). Rotations of one key, taking turns:
+so no key obtains a stronger one (docs/api.md#keys). Rotations of one key, taking turns:
 tests/api/test_key_rotations.py."""
 from __future__ import annotations
 

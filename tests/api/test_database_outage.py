@@ -1,5 +1,5 @@
-"""The database away (CONTRACT §16, §2's 503 rows): a 503 to retry, never a 500, and a
-pooled connection the server closed meanwhile never fails a request."""
+"""The database away (docs/api.md#availability, #errors's 503 rows): a 503 to retry, never a 500,
+and a pooled connection the server closed meanwhile never fails a request."""
 from __future__ import annotations
 
 import time

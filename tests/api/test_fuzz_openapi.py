@@ -109,7 +109,7 @@ HOSTILE_VALUES = {
     "money beyond a bigint": '"999999999999999999.99"',
     "money beyond the cap": '"100000000000.01"',
     "negative money beyond a bigint": '"-92233720368547758.09"',
-    # The balances' bound (CONTRACT §6), at it and a kopeck past, both ways.
+    # The balances' bound (docs/api.md#money), at it and a kopeck past, both ways.
     "money at the bound": '"10000000000000.00"',
     "money past the bound": '"10000000000000.01"',
     "negative money at the bound": '"-10000000000000.00"',

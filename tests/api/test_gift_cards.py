@@ -1,4 +1,4 @@
-"""Gift cards: the operator issues them, the register looks them up by code (CONTRACT §12)."""
+"""Gift cards: the operator issues them, the register looks them up by code (docs/api.md#cards)."""
 from __future__ import annotations
 
 import dataclasses

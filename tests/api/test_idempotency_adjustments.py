@@ -1,4 +1,5 @@
-"""Idempotency (CONTRACT §7), proven on the reward adjustment: one effect whatever the retries."""
+"""Idempotency (docs/api.md#idempotency), proven on the reward adjustment: one effect whatever the
+retries."""
 from __future__ import annotations
 
 from datetime import timedelta

@@ -1,5 +1,5 @@
-"""Every create honours an Idempotency-Key (CONTRACT §7) or refuses it with a 422; none ignores
-it. The register's operations, which require a key, are proven in tests/checkout; these are
+"""Every create honours an Idempotency-Key (docs/api.md#idempotency) or refuses it with a 422; none
+ignores it. The register's operations, which require a key, are proven in tests/checkout; these are
 the creates where the spec makes the key optional."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every key a rotation replaces keeps working until its own grace ends, however many
 rotations follow: up to 10 at once per credential, an 11th ending the oldest; revocation ends
-them all (CONTRACT §3). A grace is ended here by moving its end into the past."""
+them all (docs/api.md#keys). A grace is ended here by moving its end into the past."""
 from __future__ import annotations
 
 from functools import partial

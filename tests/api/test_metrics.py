@@ -1,5 +1,5 @@
-"""GET /metrics (CONTRACT §16) in one process: the token, the labels, the figures read at
-scrape time. tests/test_metrics_gunicorn.py scrapes two gunicorn workers."""
+"""GET /metrics (docs/api.md#availability) in one process: the token, the labels, the figures read
+at scrape time. tests/test_metrics_gunicorn.py scrapes two gunicorn workers."""
 from __future__ import annotations
 
 import dataclasses

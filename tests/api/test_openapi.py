@@ -16,9 +16,10 @@ SPEC_SCHEMA_NAMES = set("""
     UpdateTerminalRequest TerminalResponse TerminalListResponse CashierListResponse
     CreateCredentialRequest IssuedCredentialResponse CredentialListResponse HTTPValidationError
 """.split())
-# CONTRACT §13: the spec's 29 rows, revocation, OTP (2), webhook endpoints (3), gift-card lookup,
-# card page and card pass; §15: the program's change, campaigns create, list, change, delete;
-# §8: an endpoint's secret rotation; §17's four reports; and §18: the Wallet web service's five.
+# docs/api.md#interface: the spec's 29 rows, revocation, OTP (2), webhook endpoints (3), gift-card
+# lookup, card page and card pass; docs/api.md#tiers: the program's change, campaigns create, list,
+# change, delete; docs/api.md#webhooks: an endpoint's secret rotation; docs/api.md#reports's four
+# reports; and docs/api.md#wallet: the Wallet web service's five.
 OPERATION_COUNT = 53
 
 
@@ -38,7 +39,8 @@ def test_every_route_is_documented_with_its_markers(app, client):
     spec = client.get("/openapi.json").get_json()
     documented = 0
     for rule in app.url_map.iter_rules():
-        # /metrics is for the operator's scraper, deliberately outside the document (§16).
+        # /metrics is for the operator's scraper, deliberately outside the document
+        # (docs/api.md#availability).
         if (rule.endpoint in ("static", "metrics", "docs_assets.static")
                 or rule.endpoint.startswith("api-docs.")):
             continue

@@ -1,4 +1,4 @@
-"""One-time codes for enrolment (CONTRACT §5, §9)."""
+"""One-time codes for enrolment (docs/api.md#states, #otp)."""
 from __future__ import annotations
 
 import json

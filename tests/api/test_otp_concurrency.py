@@ -1,5 +1,5 @@
 """The resend cooldown holds under parallel requests: one code per phone a minute, however
-many registers ask at once (CONTRACT §9)."""
+many registers ask at once (docs/api.md#otp)."""
 from __future__ import annotations
 
 from datetime import timedelta

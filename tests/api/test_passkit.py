@@ -1,4 +1,4 @@
-"""Apple's Wallet web service (CONTRACT §18), the whole exchange a phone makes: download the
+"""Apple's Wallet web service (docs/api.md#wallet), the whole exchange a phone makes: download the
 pass, register, ask what changed since a tag, fetch the pass (and 304), unregister, log."""
 from __future__ import annotations
 

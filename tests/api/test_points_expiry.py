@@ -1,4 +1,4 @@
-"""Points that expire (CONTRACT §14) through the public surface: the program's settings,
+"""Points that expire (docs/api.md#expiry) through the public surface: the program's settings,
 promotional points, the account's `expiring`, activities' `expiresAt`, expiry on reads and
 by the periodic job, its entries and events."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""PATCH /v1/program (CONTRACT §15): every setting with its bounds, the tiers' rules, the scope,
-`program.updated`."""
+"""PATCH /v1/program (docs/api.md#tiers): every setting with its bounds, the tiers' rules, the
+scope, `program.updated`."""
 from __future__ import annotations
 
 import json

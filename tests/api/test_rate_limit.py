@@ -1,6 +1,7 @@
-"""The rate limit (CONTRACT §2, §19): 429 `rate_limited` with Retry-After and the RateLimit
-fields, counted per register when a request names one (X-Loyalty-Pos-Key) and per credential
-otherwise, shared through Redis, and never failing a request because its store is away."""
+"""The rate limit (docs/api.md#errors, #limits): 429 `rate_limited` with Retry-After and the
+RateLimit fields, counted per register when a request names one (X-Loyalty-Pos-Key) and per
+credential otherwise, shared through Redis, and never failing a request because its store is
+away."""
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,4 @@
-"""Bodies the server cannot decode or represent are a 422, never a 500 (CONTRACT §2): lone
+"""Bodies the server cannot decode or represent are a 422, never a 500 (docs/api.md#errors): lone
 UTF-16 surrogates, nesting deeper than 100, integers beyond the parser's limit, money beyond a
 column's range; a body over MAX_CONTENT_LENGTH is a 413 however it is sent."""
 from __future__ import annotations

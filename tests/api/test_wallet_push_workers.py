@@ -1,5 +1,5 @@
-"""Wallet pushes as deployed (CONTRACT §18, §19): a commit's events reach a real `python -m
-worker` through Redis, its dispatch run marks the pushes, and its push jobs reach the HTTP/2
+"""Wallet pushes as deployed (docs/api.md#wallet, #limits): a commit's events reach a real `python
+-m worker` through Redis, its dispatch run marks the pushes, and its push jobs reach the HTTP/2
 stand-in for Apple's service; with two workers on the queue each push is made once."""
 from __future__ import annotations
 

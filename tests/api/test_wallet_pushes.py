@@ -1,5 +1,5 @@
-"""Pushes to the devices of a changed pass (CONTRACT §18), received by a real HTTP/2 server over
-TLS standing where Apple's is, which requires the pass type certificate as the client's."""
+"""Pushes to the devices of a changed pass (docs/api.md#wallet), received by a real HTTP/2 server
+over TLS standing where Apple's is, which requires the pass type certificate as the client's."""
 from __future__ import annotations
 
 import dataclasses

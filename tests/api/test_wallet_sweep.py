@@ -1,4 +1,4 @@
-"""The upkeep's wallet push sweep (CONTRACT §18): it finds the passes changed without an event
+"""The upkeep's wallet push sweep (docs/api.md#wallet): it finds the passes changed without an event
 (accruals maturing) by reading only the accounts changed since its last run, less a margin for
 the changes committed after it (docs/decisions.md, the wallet card)."""
 from __future__ import annotations

@@ -163,7 +163,7 @@ def test_interface_document(client):
 
 
 
-# --- rotating the secret (CONTRACT §8) --------------------------------------------------------
+# --- rotating the secret (docs/api.md#webhooks) ---------------------------------------------------
 
 def rotate(client, tenant, endpoint_id, body=None, key=None, **headers):
     return client.post(f"/v1/webhook-endpoints/{endpoint_id}/rotate-secret", json=body,

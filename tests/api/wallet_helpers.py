@@ -1,4 +1,4 @@
-"""A phone's side of Apple's Wallet web service (CONTRACT §18): it downloads the pass, reads
+"""A phone's side of Apple's Wallet web service (docs/api.md#wallet): it downloads the pass, reads
 its webServiceURL and token, and talks to the service as Wallet does."""
 from __future__ import annotations
 

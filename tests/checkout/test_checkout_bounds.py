@@ -1,4 +1,4 @@
-"""Amounts at and past the bounds (CONTRACT §6) through every money path: an account's figures
+"""Amounts at and past the bounds (docs/api.md#money) through every money path: an account's figures
 stay within ±10,000,000,000,000.00, a receipt totals no more, a commit's accrual is cut at the
 bound and the sale commits; no amount gives a 500."""
 from __future__ import annotations

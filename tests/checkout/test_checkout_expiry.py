@@ -1,4 +1,4 @@
-"""Points that expire at the register (CONTRACT §14): a hold's reserved points outlive their
+"""Points that expire at the register (docs/api.md#expiry): a hold's reserved points outlive their
 lot while the hold lasts; a capture spends the lot that expires first; a return's restored
 redemption expires with the earliest lot it came from; an accrual reversal takes its own
 sale's lot first; a credit pays a debt first."""

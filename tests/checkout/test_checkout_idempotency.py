@@ -1,4 +1,4 @@
-"""Every checkout operation replays on a retried Idempotency-Key (CONTRACT §7): the same
+"""Every checkout operation replays on a retried Idempotency-Key (docs/api.md#idempotency): the same
 answer, `Idempotent-Replayed: true`, and exactly one effect."""
 import pytest
 

@@ -166,7 +166,7 @@ def test_random_flows_net_to_zero_and_keep_the_ledger_true(shop_with_catalog, dr
         assert refused.code == "return_exceeds_sale"
 
 
-# Near the bounds (CONTRACT §6): balances a few kopecks under the bound, lines at their most.
+# Near the bounds (docs/api.md#money): balances a few kopecks under the bound, lines at their most.
 near_the_bound = st.integers(0, 5_000).map(lambda gap: BALANCE_BOUND - gap) | st.integers(
     0, BALANCE_BOUND)
 largest_lines = st.lists(

@@ -1,4 +1,4 @@
-"""The money rules of CONTRACT §6 on receipts worked out by hand, through the API.
+"""The money rules of docs/api.md#money on receipts worked out by hand, through the API.
 Program: 5 % accrual, 30 % most redeemable, no accrual delay (the defaults)."""
 from tests.checkout.conftest import line
 

@@ -1,4 +1,4 @@
-"""Returns (CONTRACT §6): shares rounded down, the emptying return takes exactly what is
+"""Returns (docs/api.md#money): shares rounded down, the emptying return takes exactly what is
 left, the clawback policies, the pending accrual cancelled first, the sale's states."""
 from datetime import timedelta
 

@@ -1,4 +1,4 @@
-"""Every transition of CONTRACT §5 (session, hold, sale) and every 409 of the flow."""
+"""Every transition of docs/api.md#states (session, hold, sale) and every 409 of the flow."""
 from datetime import datetime, timedelta
 
 from sqlalchemy import update

@@ -1,4 +1,4 @@
-"""The fleet of CONTRACT §19 in miniature, with the files of deploy/ as an operator installs
+"""The fleet of docs/api.md#limits in miniature, with the files of deploy/ as an operator installs
 them: nginx in front of two web instances, two workers, PgBouncer in transaction mode in front
 of a PostgreSQL whose database is not in UTC. Only what belongs to this machine is changed in
 those files (ports, paths, the database's address, trust authentication); every setting that

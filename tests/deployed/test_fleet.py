@@ -1,4 +1,4 @@
-"""CONTRACT §19 against the fleet of tests/deployed/fleet.py: nginx, two web instances, two
+"""docs/api.md#limits against the fleet of tests/deployed/fleet.py: nginx, two web instances, two
 workers, PgBouncer in transaction mode over a database in Asia/Kathmandu. The scenarios share
 the fleet and run in this order; what the worker killed in (e) left is checked last."""
 from __future__ import annotations
@@ -181,8 +181,8 @@ def test_e_a_worker_killed_mid_run_loses_nothing(fleet, figures):
 
 
 def test_f_postgres_restarted_behind_pgbouncer(fleet, figures):
-    # CONTRACT §16 through PgBouncer: its server connections die with PostgreSQL while the
-    # app's connections to PgBouncer live on, so no pre-ping of the app's pool sees the restart.
+    # docs/api.md#availability through PgBouncer: its server connections die with PostgreSQL while
+    # the app's connections to PgBouncer live on, so no pre-ping of the app's pool sees the restart.
     # A request meanwhile is answered 503 database_unavailable at worst, and once PostgreSQL is
     # back the registers are served again within the same 5 s as without PgBouncer.
     with CheckoutStream(fleet.registers, f"PG-{uuid.uuid4().hex[:6]}") as stream:

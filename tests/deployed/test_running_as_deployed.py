@@ -1,5 +1,5 @@
-"""CONTRACT §16 against the Procfile's processes, with their PostgreSQL and Redis killed and
-restarted under them (issue 11, item 3). The scenarios share one deployment and run in this
+"""docs/api.md#availability against the Procfile's processes, with their PostgreSQL and Redis killed
+and restarted under them (issue 11, item 3). The scenarios share one deployment and run in this
 order; the delivery cut short in (e) is checked after (b)–(d), once the outbox sweep has had
 time to find it."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.deployed, pytest.mark.slow]
 
 IDLE_SECONDS = 30
 REDIS_DOWN_SECONDS = 40
-BACK_WITHIN = 5  # seconds after PostgreSQL's return (CONTRACT §16)
+BACK_WITHIN = 5  # seconds after PostgreSQL's return (docs/api.md#availability)
 WEB_GRACE, WORKER_GRACE = 30, 60
 ANSWERED = {"200", "201"}
 UNAVAILABLE = "503 database_unavailable, Retry-After 1"

@@ -1,4 +1,4 @@
-"""CONTRACT §18 against the Procfile's processes: Apple's push service goes away while a
+"""docs/api.md#wallet against the Procfile's processes: Apple's push service goes away while a
 customer buys, and once it is back each registered device hears once that the pass changed,
 however many changes happened meanwhile. A deployment of its own, signing passes with a test
 chain and pushing to the HTTP/2 stand-in of tests/push_service.py."""

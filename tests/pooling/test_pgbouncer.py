@@ -1,4 +1,4 @@
-"""CONTRACT §19: through a PgBouncer in transaction pooling (its defaults: no startup options,
+"""docs/api.md#limits: through a PgBouncer in transaction pooling (its defaults: no startup options,
 no state kept between transactions) over a database whose own time zone is Asia/Kathmandu,
 every moment is the UTC instant and no session setting, lock, prepared statement or LISTEN
 outlives a transaction. Runs in the PgBouncer pass of `make test` (TEST_THROUGH_PGBOUNCER=1),

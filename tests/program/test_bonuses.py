@@ -1,4 +1,4 @@
-"""Welcome and birthday bonuses (CONTRACT §15): BONUS entries, ACTIVE, `reward.adjusted`; the
+"""Welcome and birthday bonuses (docs/api.md#tiers): BONUS entries, ACTIVE, `reward.adjusted`; the
 birthday once a year in Moscow, by the periodic job and on any touch that day."""
 from __future__ import annotations
 
@@ -170,7 +170,8 @@ def test_a_birthday_bonus_credited_on_a_touch_lets_no_held_point_expire(register
     shop.arrange(lambda s: age_lots(s, shop.tenant.company_id, customer, timedelta(days=2)))
     shop.arrange(lambda s: s.execute(update(RewardAccount).where(
         RewardAccount.customer_id == customer).values(birthday_due_on=bonuses.today(utcnow()))))
-    # The 100.00 expired before the bonus came: all but the 3.00 the hold keeps (§14).
+    # The 100.00 expired before the bonus came: all but the 3.00 the hold keeps
+    # (docs/api.md#expiry).
     body = register.call("GET", f"/v1/customers/{customer}/reward-account", expect=200).get_json()
     assert (body["available"], body["reserved"]) == ("300.00", "3.00")
     assert [event["amount"] for event in shop.events("reward.expired")] == ["-97.00"]

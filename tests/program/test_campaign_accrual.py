@@ -1,4 +1,4 @@
-"""Which percent a quote line earns (CONTRACT §15): the customer's, or the largest applying
+"""Which percent a quote line earns (docs/api.md#tiers): the customer's, or the largest applying
 campaign's, matched by store, sku and the catalog's category; kept on the sale's lines."""
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def test_a_change_reads_again_only_the_lists_of_campaigns_the_process_did_not_ho
         app, client, register, shop):
     """A campaign's skus, categories and stores are fixed once made, so the first quote after
     a rename, a pause or a new end reads no campaign's lists, and after a campaign is made or
-    resumed it reads that campaign's alone (CONTRACT §15: the first quote after a change is
+    resumed it reads that campaign's alone (docs/api.md#tiers: the first quote after a change is
     cheap whatever the other campaigns name)."""
     shop.catalog({"LATTE": (True, True), "BUN": (True, True)}, categories={"BUN": "bakery"})
     by_sku = create_campaign(client, shop.tenant, accrualPercent="9", skus=["LATTE"])["id"]
@@ -211,7 +211,7 @@ def process_cache():
 
 
 def test_many_companies_campaigns_stay_within_the_process_budget(app, process_cache):
-    """CONTRACT §15: whatever any number of companies do, the process holds at most its budget
+    """docs/api.md#tiers: whatever any number of companies do, the process holds at most its budget
     of campaigns (64 MiB; here two and a half companies' worth): the company quoted least
     recently is dropped, and its next quote reads its campaigns again."""
     shops, campaigns = [], []

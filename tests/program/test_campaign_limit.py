@@ -1,4 +1,4 @@
-"""At most 100 live campaigns (active and not ended) per company (CONTRACT §15): creating or
+"""At most 100 live campaigns (active and not ended) per company (docs/api.md#tiers): creating or
 resuming one beyond is 409 campaign_limit_reached; ended, paused and deleted ones leave room."""
 from __future__ import annotations
 

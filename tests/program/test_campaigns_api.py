@@ -1,4 +1,4 @@
-"""Campaigns through the API (CONTRACT §15): create, list, change, delete; bounds; tenants."""
+"""Campaigns through the API (docs/api.md#tiers): create, list, change, delete; bounds; tenants."""
 from __future__ import annotations
 
 import pytest

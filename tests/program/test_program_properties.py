@@ -1,6 +1,6 @@
-"""§6's money rules still hold line by line with tiers and campaigns (hypothesis), through the
-checkout services: each line earns floor((amount − discount) × its percent), its percent is
-the largest of the customer's (tier, else program) and the applying campaigns', the campaign
+"""docs/api.md#money's money rules still hold line by line with tiers and campaigns (hypothesis),
+through the checkout services: each line earns floor((amount − discount) × its percent), its percent
+is the largest of the customer's (tier, else program) and the applying campaigns', the campaign
 is named only when it gave the percent, and Σ line discounts is the discount."""
 from __future__ import annotations
 

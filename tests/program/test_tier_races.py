@@ -1,6 +1,7 @@
 """Races on PostgreSQL between a change of `tierWindowDays` and the registers: the change moves
 the window's version and locks nothing; a commit or a return that read the program before it
-and locks the account after it counts over the new window, read with the lock (CONTRACT §15)."""
+and locks the account after it counts over the new window, read with the lock
+(docs/api.md#tiers)."""
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,4 @@
-"""Tiers (CONTRACT §15): the spend kept on the account, the tier's percent at quote and commit,
+"""Tiers (docs/api.md#tiers): the spend kept on the account, the tier's percent at quote and commit,
 `customer.tier_changed` at commit, return and as old sales leave the window."""
 from __future__ import annotations
 

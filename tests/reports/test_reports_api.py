@@ -1,4 +1,5 @@
-"""The four reports through HTTP (CONTRACT §17): fields, sums, periods, CSV, scope and 422s."""
+"""The four reports through HTTP (docs/api.md#reports): fields, sums, periods, CSV, scope and
+422s."""
 from __future__ import annotations
 
 import csv

@@ -1,4 +1,4 @@
-"""The reports reconcile (CONTRACT §17): after any mix of sales, returns, holds, adjustments,
+"""The reports reconcile (docs/api.md#reports): after any mix of sales, returns, holds, adjustments,
 bonuses, maturing and expiring, every report equals the sums of the customers' own activity
 histories, balances, sales and returns, as the API shows them, to the kopeck."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Every tenant table can be distributed by company (CONTRACT §11, §19; docs/scaling.md): in
-the migrated database, its primary key, unique keys and unique indexes lead with `company_id`,
-and a foreign key to another tenant table leads with `company_id` on both sides. The tables
-without a company are the ones Citus would copy to every node (reference tables)."""
+"""Every tenant table can be distributed by company (docs/api.md#operators, #limits;
+docs/scaling.md): in the migrated database, its primary key, unique keys and unique indexes lead
+with `company_id`, and a foreign key to another tenant table leads with `company_id` on both sides.
+The tables without a company are the ones Citus would copy to every node (reference tables)."""
 from __future__ import annotations
 
 from sqlalchemy import inspect

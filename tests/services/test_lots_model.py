@@ -1,4 +1,4 @@
-"""Points that expire (CONTRACT §14), against a plain model: whatever sequence of credits,
+"""Points that expire (docs/api.md#expiry), against a plain model: whatever sequence of credits,
 debits, holds, captures, releases, returns, expiries and periodic runs an account goes
 through, its balances and every lot's remaining agree with the model, and `ledger verify`
 finds nothing. The clock is the test's: every service is called with its `now`."""
@@ -42,7 +42,7 @@ class ModelLot:
 
 
 class Model:
-    """§14 written plainly: lots, a balance, a reservation."""
+    """docs/api.md#expiry written plainly: lots, a balance, a reservation."""
 
     def __init__(self):
         self.lots: list[ModelLot] = []
@@ -114,7 +114,7 @@ class PointsThatExpire(RuleBasedStateMachine):
         self.now = utcnow()
         self.lifetime_days = None
         # Holds here last as long as sessions, days rather than 15 minutes, so that lots fall
-        # due under a hold and credits come after it (the held-lot case of CONTRACT §14).
+        # due under a hold and credits come after it (the held-lot case of docs/api.md#expiry).
         companies.update_program(self.session, self.company_id,
                                  points_lifetime_days=companies.NULL, hold_ttl_seconds=SESSION_TTL)
         self.customer_id = profiles.enrol_customer(

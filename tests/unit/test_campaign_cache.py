@@ -1,4 +1,4 @@
-"""The per-process campaign cache (CONTRACT §15: at most 64 MiB of campaigns in a process,
+"""The per-process campaign cache (docs/api.md#tiers: at most 64 MiB of campaigns in a process,
 whatever any number of companies do): each company's entry weighs no more than it says, the
 cache never holds more than its budget, and it drops the company used least recently."""
 from __future__ import annotations

@@ -397,7 +397,7 @@ def test_clawback_parts_sum_and_respect_policy(policy, reversed_accrual, pending
         assert parts.from_available == 0
 
 
-# Near the bounds (CONTRACT §6): lines at a receipt line's most, a thousand of them at most.
+# Near the bounds (docs/api.md#money): lines at a receipt line's most, a thousand of them at most.
 BOUND = 10**15
 largest_lines = st.lists(
     st.builds(ReceiptLine, line_id=st.uuids().map(str),

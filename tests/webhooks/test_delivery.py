@@ -376,7 +376,8 @@ def test_every_event_type_is_delivered_signed_and_filtered(app, client, tenant, 
         for hit in hits_at(receiver, path):
             body = verified(secret, hit)
             kept = stored[hit.headers["webhook-id"]]
-            if body["type"] == "otp.code_issued":  # the code is sent, and kept no longer (§9)
+            # the code is sent, and kept no longer (docs/api.md#otp)
+            if body["type"] == "otp.code_issued":
                 assert json.loads(kept)["data"] == {**body["data"], "code": None}
                 assert body["data"]["code"].encode() not in b"".join(stored.values())
             else:

@@ -1,5 +1,5 @@
-"""Redis is never on the register's path (CONTRACT §16): with Redis unreachable, requests
-succeed, their events wait in the outbox for the sweep, and the web asks Redis again only
+"""Redis is never on the register's path (docs/api.md#availability): with Redis unreachable,
+requests succeed, their events wait in the outbox for the sweep, and the web asks Redis again only
 after a pause instead of on every request."""
 from __future__ import annotations
 

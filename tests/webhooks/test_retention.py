@@ -1,5 +1,5 @@
-"""Retention (CONTRACT §16): the periodic job prunes delivered events and expired idempotency
-records in batches; dead letters stay until replayed or purged by the operator."""
+"""Retention (docs/api.md#availability): the periodic job prunes delivered events and expired
+idempotency records in batches; dead letters stay until replayed or purged by the operator."""
 from __future__ import annotations
 
 from datetime import timedelta

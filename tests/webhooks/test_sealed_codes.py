@@ -1,4 +1,4 @@
-"""The OTP code is nowhere at rest in the clear (CONTRACT §9): its event's stored payload keeps
+"""The OTP code is nowhere at rest in the clear (docs/api.md#otp): its event's stored payload keeps
 it encrypted until every delivery has ended, then drops it. The worker's own jobs run here in
 the test process (no Redis needed), against a real HTTPS receiver, on both databases."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A rotated endpoint's secret (CONTRACT §8): during the grace every delivery carries both
+"""A rotated endpoint's secret (docs/api.md#webhooks): during the grace every delivery carries both
 signatures, `v1,<new> v1,<old>`, so a receiver verifying with the reference `standardwebhooks`
 library accepts it with either secret; after the grace only the new one verifies. The worker's
 own job delivers to a real HTTPS receiver, in the test process, on both databases."""

@@ -1,6 +1,6 @@
 """`python -m worker` as the Procfile runs it, against a Redis of the test's own that it stops
-and starts (CONTRACT §16): idle time and a Redis outage never end the process, upkeep runs
-again once Redis is back, SIGTERM ends it with 0, and only settings that cannot work end it
+and starts (docs/api.md#availability): idle time and a Redis outage never end the process, upkeep
+runs again once Redis is back, SIGTERM ends it with 0, and only settings that cannot work end it
 with another status."""
 from __future__ import annotations
 

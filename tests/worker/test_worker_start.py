@@ -1,7 +1,7 @@
 """The worker and its upkeep name an unreachable PostgreSQL or Redis in one line (which and
 where, never the password), not in tracebacks: at start it waits for them, since supervisors
 give up on a process that keeps failing at start; once running, it rides an outage out
-(CONTRACT §16)."""
+(docs/api.md#availability)."""
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,4 @@
-"""Pushes to Apple's push service (APNs) that tell a device its pass changed (CONTRACT §18).
+"""Pushes to Apple's push service (APNs) that tell a device its pass changed (docs/api.md#wallet).
 
 HTTP/2 is what APNs speaks; httpx with h2 does it (a connection kept per worker process, its
 streams reused push after push), authenticated by the pass type certificate as the TLS client

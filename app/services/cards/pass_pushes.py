@@ -1,5 +1,5 @@
-"""The pushes that tell a device its Wallet pass changed (CONTRACT §18): made due by the worker
-from the events a change records (after commit, as webhooks are) and, for changes that record
+"""The pushes that tell a device its Wallet pass changed (docs/api.md#wallet): made due by the
+worker from the events a change records (after commit, as webhooks are) and, for changes that record
 none (accruals maturing), by a periodic sweep; claimed by a lease, so each is made once."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Apple's Wallet web service (CONTRACT §18): the pass's own token, the devices registered for
+"""Apple's Wallet web service (docs/api.md#wallet): the pass's own token, the devices registered for
 its updates and which passes changed since a tag. The pushes that tell a device so are in
 `pass_pushes`.
 

@@ -89,7 +89,7 @@ def build_pass(
     Each location is a dict with ``latitude`` and ``longitude`` (entries without
     both are skipped) and optionally its own ``relevantText``, which otherwise
     defaults to ``relevant_text``. With ``web_service`` the pass asks that service for its
-    updates (CONTRACT §18). The member's name and tier, when given, are its auxiliary fields.
+    updates (docs/api.md#wallet). The member's name and tier, when given, are its auxiliary fields.
     """
     secondary = [{"key": "cardNumber", "label": "Card number", "value": card_number}]
     if pending_text is not None:

@@ -1,6 +1,6 @@
-"""Holds of bonuses on a checkout session (CONTRACT §5, §6): place, release, and the upkeep
-that expires holds and sessions. Same concurrency rules as app/services/checkout/sessions.py: the
-session's state moves by a conditional UPDATE (its row lock) before the account is locked.
+"""Holds of bonuses on a checkout session (docs/api.md#states, #money): place, release, and the
+upkeep that expires holds and sessions. Same concurrency rules as app/services/checkout/sessions.py:
+the session's state moves by a conditional UPDATE (its row lock) before the account is locked.
 """
 from __future__ import annotations
 

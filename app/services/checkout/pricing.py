@@ -1,4 +1,4 @@
-"""The money rules of a receipt (CONTRACT §6), in integer kopecks.
+"""The money rules of a receipt (docs/api.md#money), in integer kopecks.
 
 Every rounding here is down to the kopeck, and every spread hands out the
 leftover kopecks so that the parts add up to the whole exactly: what the
@@ -24,7 +24,7 @@ class ReceiptLine:
     amount: int
     redeemable_item: bool = True
     accruable_item: bool = True
-    # The best campaign that applies to the line (CONTRACT §15): its percent, and its id.
+    # The best campaign that applies to the line (docs/api.md#tiers): its percent, and its id.
     campaign_bp: int = 0
     campaign_id: str | None = None
 
@@ -211,9 +211,9 @@ def price_commit(
 
 
 def cut_accrual(priced: PricedReceipt, most: int) -> PricedReceipt:
-    """The receipt with its accrual cut to ``most`` (what the account's bound leaves, §6),
-    spread over the lines in proportion to their accruals, so Σ line accrual stays the
-    total and a return takes back only what was credited."""
+    """The receipt with its accrual cut to ``most`` (what the account's bound leaves,
+    docs/api.md#money), spread over the lines in proportion to their accruals, so Σ line accrual
+    stays the total and a return takes back only what was credited."""
     if priced.accrual <= most:
         return priced
     cut = spread(max(most, 0), [line.accrual for line in priced.lines])

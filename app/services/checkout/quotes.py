@@ -1,4 +1,4 @@
-"""Quotes (CONTRACT §6): what each line may take, what this quote redeems, what it earns."""
+"""Quotes (docs/api.md#money): what each line may take, what this quote redeems, what it earns."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -73,8 +73,8 @@ def _receipt(lines: list[dict], items: dict, running: tuple[matching.LiveCampaig
 
 def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: list[dict],
                   redeem_amount: int | None, now: datetime) -> QuoteResource:
-    """Price the receipt (§6): what each line may take, what this quote redeems, what it
-    earns. A restricted redemption says why and still accrues."""
+    """Price the receipt (docs/api.md#money): what each line may take, what this quote redeems, what
+    it earns. A restricted redemption says why and still accrues."""
     work = UnitOfWork.of(session)
     quote_id = new_id()
     skus = sorted({line["sku"] for line in lines if line.get("sku")})

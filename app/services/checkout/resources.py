@@ -1,4 +1,4 @@
-"""Checkout resources as the API shows them (CONTRACT §4).
+"""Checkout resources as the API shows them (docs/api.md#resources).
 
 The services return these; the API sends `as_json()` as the response body and the same dict
 is the `data` of the webhook event, so a resource is serialised once per request. The

@@ -1,4 +1,4 @@
-"""Returns of sale lines (CONTRACT §6): give back the bonuses spent on the returned part and
+"""Returns of sale lines (docs/api.md#money): give back the bonuses spent on the returned part and
 take back those earned on it, as the program's clawback policy says.
 
 Per line the shares are the line's discount and accrual times returned/sold quantity,
@@ -102,11 +102,11 @@ def return_lines(session: Session, company_id: str, sale_id: str, *, lines: list
     # Before the sale's own new spend is written: the refresh reads the sales as they were.
     spend_before = spend.refresh_for_notice(work, account, now)
     # Cut at the bound as an accrual is, and the return goes through; the total says what
-    # was given back, the lines their shares (CONTRACT §6).
+    # was given back, the lines their shares (docs/api.md#money).
     restored = min(restored, bounds.credit_room(account))
     if restored:
         # It expires with the earliest lot the redemption took from: a return never lengthens
-        # a point's life (CONTRACT §14).
+        # a point's life (docs/api.md#expiry).
         ledger.post(account, type="REDEMPTION_RESTORE", amount=restored,
                     expires_at=sale.redemption_expires_at, **entry)
     pending_left = 0

@@ -1,4 +1,5 @@
-"""Sales (CONTRACT §4–§6): committing a receipt, and looking a sale up by its receipt."""
+"""Sales (docs/api.md#resources, #states, #money): committing a receipt, and looking a sale up by
+its receipt."""
 from __future__ import annotations
 
 import json
@@ -82,7 +83,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         redemption_expires_at = lots.earliest_end(account.last_spent)
     delay = ctx.accrual_delay_days
     # Cut to what the account's bound leaves, once the capture has made its room: the sale
-    # commits whatever the receipt (CONTRACT §6).
+    # commits whatever the receipt (docs/api.md#money).
     priced = pricing.cut_accrual(priced, bounds.credit_room(account, pending=delay > 0))
     accrual_available_at = now + timedelta(days=delay)
     if priced.accrual:

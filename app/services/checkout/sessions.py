@@ -1,5 +1,5 @@
-"""Checkout sessions (CONTRACT §4, §5): opening one, and reading one with everything an
-operation on it needs.
+"""Checkout sessions (docs/api.md#resources, #states): opening one, and reading one with everything
+an operation on it needs.
 
 Concurrency: an operation reads without locking, then moves the session's state with a
 conditional UPDATE (`WHERE state = <what it read>`), which takes the session's row lock and

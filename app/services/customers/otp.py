@@ -1,4 +1,4 @@
-"""One-time codes that prove a shopper holds the phone being enrolled (CONTRACT §5, §9).
+"""One-time codes that prove a shopper holds the phone being enrolled (docs/api.md#states, #otp).
 
 A challenge is PENDING → CONFIRMED | EXPIRED (after CODE_LIFETIME) | FAILED (after MAX_ATTEMPTS
 wrong codes), and a confirmed ENROLLMENT challenge is used once. The code itself is kept only

@@ -19,7 +19,8 @@ CHANNELS = (MINIAPP,)
 TERMINAL_STATES = ("ACTIVE", "DISABLED")
 
 
-Page = dict[str, Any]  # the page envelope of CONTRACT §1: {items, page, pageSize, total}
+# the page envelope of docs/api.md#conventions: {items, page, pageSize, total}
+Page = dict[str, Any]
 
 
 def _page(session: Session, query, page: int, page_size: int) -> Page:

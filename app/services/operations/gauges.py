@@ -1,5 +1,5 @@
-"""Figures an operator watches (CONTRACT §16), read from the database: read by `flask ops
-status` and by the /metrics scrape. Each is one cheap query an index serves."""
+"""Figures an operator watches (docs/api.md#availability), read from the database: read by `flask
+ops status` and by the /metrics scrape. Each is one cheap query an index serves."""
 from __future__ import annotations
 
 from datetime import datetime

@@ -1,4 +1,4 @@
-"""What the service stops keeping (CONTRACT §16): delivered outbox events with their
+"""What the service stops keeping (docs/api.md#availability): delivered outbox events with their
 deliveries, expired idempotency records, and the dead letters an operator gives up on.
 
 Each function deletes at most `limit` rows' worth by primary key and returns how many went;

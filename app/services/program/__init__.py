@@ -1,1 +1,2 @@
-"""The program marketing runs from the back office: its settings and its campaigns (CONTRACT §15)."""
+"""The program marketing runs from the back office: its settings and its campaigns
+(docs/api.md#tiers)."""

@@ -1,4 +1,4 @@
-"""The per-process cache of companies' campaigns, bounded by the bytes it holds (CONTRACT §15:
+"""The per-process cache of companies' campaigns, bounded by the bytes it holds (docs/api.md#tiers:
 a web process holds at most 64 MiB of campaigns, whatever any number of companies do).
 
 Each entry says its own size (an upper estimate, `CompanyCampaigns.size`); the cache keeps the

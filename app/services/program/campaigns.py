@@ -1,4 +1,4 @@
-"""Campaigns (CONTRACT §15): create, list, change, delete. Every change moves the program's
+"""Campaigns (docs/api.md#tiers): create, list, change, delete. Every change moves the program's
 `campaigns_version` in the same transaction, which is what tells the registers' caches to
 read the campaigns again (app/services/program/matching.py)."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ def campaign_as_json(campaign: Campaign) -> dict:
             "createdAt": format_timestamp(campaign.created_at)}
 
 
-MOST_LIVE = 100  # live campaigns of a company: active and not ended (CONTRACT §15)
+MOST_LIVE = 100  # live campaigns of a company: active and not ended (docs/api.md#tiers)
 
 
 def _moved(session: Session, company_id: str) -> None:

@@ -1,4 +1,4 @@
-"""Which campaign gives a quote line its accrual percent (CONTRACT §15).
+"""Which campaign gives a quote line its accrual percent (docs/api.md#tiers).
 
 The register reads its company's campaigns from a cache in the process, never from the
 database on each quote: the program's `campaigns_version` comes with the session's context

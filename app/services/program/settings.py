@@ -1,4 +1,4 @@
-"""Changing the program (CONTRACT §15): `PATCH /v1/program` and `flask programs set` both come
+"""Changing the program (docs/api.md#tiers): `PATCH /v1/program` and `flask programs set` both come
 here, so every change emits `program.updated`."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ledger's movements by Moscow day or month (CONTRACT §17): the accountant's monthly
+"""The ledger's movements by Moscow day or month (docs/api.md#reports): the accountant's monthly
 close, and what every customer's activity history, summed, shows."""
 from __future__ import annotations
 

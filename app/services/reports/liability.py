@@ -1,4 +1,4 @@
-"""What the company owes its customers now (CONTRACT §17): the accountant's points liability,
+"""What the company owes its customers now (docs/api.md#reports): the accountant's points liability,
 with what would expire month by month."""
 from __future__ import annotations
 

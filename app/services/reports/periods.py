@@ -1,5 +1,5 @@
-"""Calendar days and months in Europe/Moscow, the reports' periods (CONTRACT §17), and the one
-snapshot every report reads.
+"""Calendar days and months in Europe/Moscow, the reports' periods (docs/api.md#reports), and the
+one snapshot every report reads.
 
 Day boundaries are turned into UTC instants here, in Python, and rows are bucketed by an
 explicit Moscow zone in the statement: nothing depends on the database session's time zone."""

@@ -1,4 +1,4 @@
-"""The program's figures over a period (CONTRACT §17): whether the program and its campaigns
+"""The program's figures over a period (docs/api.md#reports): whether the program and its campaigns
 pay, for the marketer."""
 from __future__ import annotations
 

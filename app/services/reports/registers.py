@@ -1,4 +1,4 @@
-"""The shift reconciliation (CONTRACT §17): sales, discounts, accruals and returns by store,
+"""The shift reconciliation (docs/api.md#reports): sales, discounts, accruals and returns by store,
 terminal, cashier or Moscow day, for the store manager to hold against the till."""
 from __future__ import annotations
 

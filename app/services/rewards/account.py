@@ -80,7 +80,7 @@ class Account:
     next_reminder_at: datetime | None = None
     # The tier window's version the spend was counted for (app/services/rewards/spend.py).
     spend_window_version: int = 0
-    # PROGRAM_SETTINGS, when the account was locked (CONTRACT §14, §15).
+    # PROGRAM_SETTINGS, when the account was locked (docs/api.md#expiry, #tiers).
     points_lifetime_days: int | None = None
     expiry_reminder_days: int | None = None
     tier_window_version: int = 0

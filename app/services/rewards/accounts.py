@@ -19,7 +19,7 @@ from app.services.wire import Balance, format_amount
 
 # Balances are kept in a signed 64-bit column (and bounded far inside it: bounds.py).
 LARGEST_BALANCE = 2 ** 63 - 1
-# Promotional points live at most this long (CONTRACT §14).
+# Promotional points live at most this long (docs/api.md#expiry).
 LONGEST_PROMOTION_YEARS = 10
 
 
@@ -126,7 +126,7 @@ def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, 
     promotion_end = _promotion_end(expires_at, amount, now)
     account = ledger.lock(UnitOfWork.of(session), company_id, customer_id, now)
     if amount > 0:
-        # Checked under the lock, against the balance this transaction sees (CONTRACT §6).
+        # Checked under the lock, against the balance this transaction sees (docs/api.md#money).
         if amount > bounds.credit_room(account):
             raise InvalidField(
                 ["body", "amount"], "the balance would pass "

@@ -1,4 +1,4 @@
-"""Welcome and birthday bonuses (CONTRACT §15): when they are due. They are credited by the
+"""Welcome and birthday bonuses (docs/api.md#tiers): when they are due. They are credited by the
 ledger (`ledger.credit_bonus`) as BONUS entries, the way a positive adjustment is."""
 from __future__ import annotations
 

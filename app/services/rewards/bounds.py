@@ -1,4 +1,4 @@
-"""The bounds on an account's figures (CONTRACT §6): available, pending and reserved each stay
+"""The bounds on an account's figures (docs/api.md#money): available, pending and reserved each stay
 within ±BALANCE_BOUND, far inside their 64-bit columns, however large the amounts sent.
 
 Points move between the three without a credit (pending matures into available, a hold
@@ -15,7 +15,7 @@ from sqlalchemy import func
 BALANCE_BOUND = 10 ** 15  # kopecks: 10,000,000,000,000.00
 
 
-# A customer's tier spend (CONTRACT §15) is a sum over every sale of the window, each up to
+# A customer's tier spend (docs/api.md#tiers) is a sum over every sale of the window, each up to
 # the bound: it is counted up to this ceiling, far above any tier's minSpend, and stops there.
 SPEND_CEILING = 10 ** 18  # kopecks
 

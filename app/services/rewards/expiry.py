@@ -1,4 +1,4 @@
-"""Expiry on touch (CONTRACT §14): the due lots of a locked account expire, as EXPIRY
+"""Expiry on touch (docs/api.md#expiry): the due lots of a locked account expire, as EXPIRY
 entries, and the due reminders go out, as `reward.expiring` events. Like maturing, it costs
 nothing until the account's `next_expiry_at` or `next_reminder_at` has come."""
 from __future__ import annotations

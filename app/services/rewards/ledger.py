@@ -12,7 +12,7 @@ BONUS entries posted as a positive adjustment is.
 
 Every ACTIVE credit is a lot and every ACTIVE debit takes from the lots, both in `post`;
 lots whose time has come expire on the same first touch and by the periodic job
-(app/services/rewards/lots.py, CONTRACT §14):
+(app/services/rewards/lots.py, docs/api.md#expiry):
     Σ lots' remaining = max(0, available + reserved)
 
 An account is changed as an `Account` (app/services/rewards/account.py) held by the
@@ -90,7 +90,7 @@ def lock(work: UnitOfWork, company_id: str, customer_id: str, now: datetime,
     account = adopt(work, row)
     mature_due(work, account, now)
     # The lots due expired before the bonus comes: credited first, it would be "available"
-    # to an expiry and let the points an active hold keeps expire (CONTRACT §14).
+    # to an expiry and let the points an active hold keeps expire (docs/api.md#expiry).
     expiry.expire_due(work, account, now)
     if bonuses.is_due(account.birthday_due_on, now):
         _credit_birthday(work, account, now)
@@ -119,7 +119,8 @@ def comes_due(account, now: datetime) -> bool:
 def _credit_birthday(work: UnitOfWork, account: Account, now: datetime) -> None:
     amount, birth = work.run(bonuses.BIRTHDAY_OF, {"company_id": account.company_id,
                                                    "customer_id": account.customer_id}).one()
-    # Cut at the bound, not refused: the periodic job and every touch must go on (§6).
+    # Cut at the bound, not refused: the periodic job and every touch must go on
+    # (docs/api.md#money).
     amount = min(amount or 0, bounds.credit_room(account))
     if amount:
         credit_bonus(work, account, amount, bonuses.BIRTHDAY, now)
@@ -156,7 +157,7 @@ def post(account: Account, *, type: str, amount: int, now: datetime,
 
     The one credit path: every ACTIVE credit, whatever its type, becomes a lot here, expiring
     `expires_at` (by default the program's pointsLifetimeDays from now); every ACTIVE debit
-    takes from the lots here (CONTRACT §14)."""
+    takes from the lots here (docs/api.md#expiry)."""
     if type not in ENTRY_TYPES:
         raise ValueError(f"unknown entry type {type}")
     values = {"company_id": account.company_id, "customer_id": account.customer_id, "type": type,

@@ -1,4 +1,4 @@
-"""Lots (CONTRACT §14): which points a debit takes and which expire, as plain values.
+"""Lots (docs/api.md#expiry): which points a debit takes and which expire, as plain values.
 
 Every credit is a lot with its own `expires_at`; the account's lots hold, between them,
 max(0, Σ ACTIVE entries) points. A credit first pays a debt; a debit takes from the lot that
@@ -88,7 +88,7 @@ def uncovered(lots: list[Lot], reserved: int) -> list[tuple[Lot, int]]:
     """(lot, the part of its remaining that active holds do not cover), in spending order.
     The reservation is counted against the lots in the order a capture would spend them, so
     the part it covers is the one a capture takes: it may not expire while the hold lasts
-    (CONTRACT §14)."""
+    (docs/api.md#expiry)."""
     parts = []
     for lot in spending_order(lots):
         covered = min(lot.remaining, max(reserved, 0))

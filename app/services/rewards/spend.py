@@ -1,4 +1,4 @@
-"""The tier's spend (CONTRACT §15), kept on the reward account rather than summed from the
+"""The tier's spend (docs/api.md#tiers), kept on the reward account rather than summed from the
 customer's sales on every quote.
 
 A committed sale adds its spend, a return takes back what it removes from a sale the spend

@@ -1,4 +1,4 @@
-"""Tiers (CONTRACT §15): the customer's spend over the program's window picks the tier whose
+"""Tiers (docs/api.md#tiers): the customer's spend over the program's window picks the tier whose
 accrual percent replaces the program's. Pure rules; the spend itself is kept by
 app/services/rewards/spend.py."""
 from __future__ import annotations

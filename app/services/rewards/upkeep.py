@@ -1,4 +1,4 @@
-"""The periodic job's share of expiry (CONTRACT §14): accounts whose lots have come due, or
+"""The periodic job's share of expiry (docs/api.md#expiry): accounts whose lots have come due, or
 whose reminders have, a batch at a time, without keeping a register waiting.
 
 A batch is worked out before any account is locked: its accounts are read with their row

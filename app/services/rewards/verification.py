@@ -1,5 +1,5 @@
 """`flask ledger verify`: every account recomputed from its entries and holds, and its lots
-checked against its entries (CONTRACT §14), in the database."""
+checked against its entries (docs/api.md#expiry), in the database."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -165,7 +165,7 @@ def _lot_differences(session: Session, company_id: str, after: str | None,
 
 def _held_lot_differences(session: Session, company_id: str, after: str | None,
                           upto: str | None) -> list[Difference]:
-    """No EXPIRY took points that a hold still ACTIVE had reserved (CONTRACT §14). The lots as
+    """No EXPIRY took points that a hold still ACTIVE had reserved (docs/api.md#expiry). The lots as
     they were at an expiry are not stored, so each expiry since the account's oldest active
     hold was placed is held to what the stored rows bound: the due lots then had at most
     max(0, Σ ACTIVE entries then) − what lots not yet due then still hold now (a lot's
@@ -219,7 +219,7 @@ def _most_expirable(session: Session, company_id: str, customer_id: str, moment:
 
 
 def verify_spend(session: Session, now: datetime, company_id: str | None = None) -> list[Difference]:
-    """Every account's tier spend against its definition (CONTRACT §15), recomputed line by
+    """Every account's tier spend against its definition (docs/api.md#tiers), recomputed line by
     line from the sales: Σ floor((amount − discount) × (quantity − returned) / quantity) over
     the sales committed in the window. An account not recounted yet (the periodic job is on
     its way) whose oldest counted sale has left the window, or whose spend was counted over

@@ -21,7 +21,7 @@ NULL = object()
 
 @dataclass(frozen=True)
 class ProgramSettings:
-    """Defaults are the demo's (CONTRACT §11)."""
+    """Defaults are the demo's (docs/api.md#operators)."""
 
     accrual_bp: int = 500
     max_redeem_bp: int = 3000
@@ -84,8 +84,9 @@ def count_active_terminals(session: Session, company_id: str) -> int:
 
 def update_program(session: Session, company_id: str, program: Program | None = None,
                    **changes) -> Program:
-    """Change the program's settings given (CONTRACT §11, §14); a later change of the points'
-    lifetime touches only later lots. `program`: the company's, when the caller has read it."""
+    """Change the program's settings given (docs/api.md#operators, #expiry); a later change of the
+    points' lifetime touches only later lots. `program`: the company's, when the caller has read
+    it."""
     program = program or get_program(session, company_id)
     for name, most in (("points_lifetime_days", LONGEST_POINTS_LIFETIME_DAYS),
                        ("expiry_reminder_days", LONGEST_EXPIRY_REMINDER_DAYS)):

@@ -1,4 +1,4 @@
-"""API key format (CONTRACT §3): `lk_live_` + 43 url-safe base64 characters + a 6-character
+"""API key format (docs/api.md#keys): `lk_live_` + 43 url-safe base64 characters + a 6-character
 base62 CRC32 checksum, so a mistyped or made-up key is refused without a database lookup."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The keys rotations replaced, each working until its own grace ends (CONTRACT §3).
+"""The keys rotations replaced, each working until its own grace ends (docs/api.md#keys).
 
 Changed only under the credential's row lock (`credentials._credential_to_change`), so a
 credential's rotations take turns here too. Authentication reads them in its one lookup

@@ -1,5 +1,5 @@
 """The scopes a key can hold: the spec's twelve, plus the webhook ones, the program's
-(CONTRACT §3) and the reports' (§17)."""
+(docs/api.md#keys) and the reports' (docs/api.md#reports)."""
 
 ALL_SCOPES = (
     "company:read", "program:read", "subscription:read",

@@ -19,7 +19,8 @@ from app.services.webhooks.transport import is_public_address
 
 ALL_EVENTS = "*"
 ACTIVE, DISABLED, DELETED = "ACTIVE", "DISABLED", "DELETED"
-# How long a rotated-out secret still signs, by default and at most (a day, a week: CONTRACT §8).
+# How long a rotated-out secret still signs, by default and at most (a day, a week:
+# docs/api.md#webhooks).
 SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS = 86400, 604800
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")

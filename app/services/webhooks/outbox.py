@@ -28,7 +28,7 @@ EVENT_TYPES = (
 )
 
 
-# Fields of an event's data that are credentials (CONTRACT §9): stored encrypted, sent in
+# Fields of an event's data that are credentials (docs/api.md#otp): stored encrypted, sent in
 # clear, and set to null once none of the event's deliveries is left to make.
 SEALED_FIELDS = {"otp.code_issued": ("code",)}
 _SEAL_PURPOSE = "outbox-sealed-field"
