@@ -2,10 +2,13 @@
 it. Each report reads one snapshot of its own (app.services.reports.periods.snapshot)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict
 
-from flask import g
+from flask import current_app, g
 from flask.views import MethodView
+from psycopg2.errorcodes import QUERY_CANCELED
+from sqlalchemy.exc import DBAPIError
 
 from app.api.base import Blueprint, json_response
 from app.api.report_csv import csv_response, figure_rows, item_rows, wants_csv
@@ -13,6 +16,7 @@ from app.api.reports_schemas import (LedgerPeriod, LedgerReport, LedgerReportArg
                                      LiabilityReport, PeriodArgs, ProgramReport, RegisterGroup,
                                      RegisterReport, RegisterReportArgs)
 from app.db import request_session, utcnow
+from app.services.reports.fair_share import ReportSlots, ReportTimedOut, per_process
 from app.services.reports.ledger import ledger_movements
 from app.services.reports.liability import liability
 from app.services.reports.periods import moscow_day
@@ -20,9 +24,31 @@ from app.services.reports.program import program_figures
 from app.services.reports.registers import register_totals
 
 blp = Blueprint("reports", __name__, url_prefix="/v1", description="Reports")
+ERRORS = ("report_timed_out",)
 
 
+@blp.record_once
+def _count_running_reports(state) -> None:
+    settings = state.app.config["SETTINGS"]
+    state.app.extensions["report_slots"] = ReportSlots(
+        at_once=settings.reports_at_once, per_process=per_process(settings.web_threads),
+        redis_url=settings.redis_url, namespace=settings.rq_queue)
 
+
+def fair_share(view):
+    """The report runs in one of its company's few slots (else a 429), its statements cut off
+    after REPORT_TIMEOUT_SECONDS (a 503 then); the slot is given back however it ends."""
+    @functools.wraps(view)
+    def run(*args, **kwargs):
+        timeout = current_app.config["SETTINGS"].report_timeout_seconds
+        with current_app.extensions["report_slots"].slot(g.company_id):
+            try:
+                return view(*args, timeout_seconds=timeout, **kwargs)
+            except DBAPIError as error:
+                if getattr(error.orig, "pgcode", None) == QUERY_CANCELED:
+                    raise ReportTimedOut(timeout) from None
+                raise
+    return run
 def _csv_too(schema) -> dict:
     """The 200's content for the interface document: the JSON schema, and CSV (a header row,
     then one row per item). Given whole: flask-smorest writes no content beside one given."""
@@ -54,10 +80,11 @@ def _answer(name: str, period, schema, item_schema, values: dict):
 
 @blp.route("/reports/liability")
 class Liability(MethodView):
-    @blp.operation("getLiabilityReport", scope="reports:read")
+    @blp.operation("getLiabilityReport", scope="reports:read", errors=ERRORS)
     @blp.response(200, LiabilityReport)
     @blp.doc(**_csv_too(LiabilityReport))
-    def get(self):
+    @fair_share
+    def get(self, timeout_seconds: int):
         """The points liability now: what the company owes its customers.
 
         For booking the deferred revenue at a month's end: the balances of all accounts
@@ -67,7 +94,8 @@ class Liability(MethodView):
         being `neverExpires`. One consistent snapshot; nothing is locked. `Accept: text/csv`
         answers the same figures as (figure, value) rows."""
         now = utcnow()
-        report = liability(_outside_transaction(), g.company_id, now)
+        report = liability(_outside_transaction(), g.company_id, now,
+                           timeout_seconds=timeout_seconds)
         today = moscow_day(now).isoformat()
         return _answer("liability", (today, today), LiabilityReport, None, asdict(report) | {
             "expiring": [{"month": month, "amount": amount} for month, amount in report.expiring]})
@@ -75,11 +103,12 @@ class Liability(MethodView):
 
 @blp.route("/reports/ledger")
 class LedgerMovements(MethodView):
-    @blp.operation("getLedgerReport", scope="reports:read")
+    @blp.operation("getLedgerReport", scope="reports:read", errors=ERRORS)
     @blp.arguments(LedgerReportArgs, location="query")
     @blp.response(200, LedgerReport)
     @blp.doc(**_csv_too(LedgerReport))
-    def get(self, args):
+    @fair_share
+    def get(self, args, timeout_seconds: int):
         """The ledger's movements by Moscow day or month.
 
         Signed sums of the entries by type over each period from `from` to `to` (Moscow
@@ -89,17 +118,19 @@ class LedgerMovements(MethodView):
         on the moment it became available. Periods without movements are listed with zeros.
         The sums agree with the customers' activity histories, summed."""
         period = args["period"]
-        items = ledger_movements(_outside_transaction(), g.company_id, period, args["group_by"])
+        items = ledger_movements(_outside_transaction(), g.company_id, period, args["group_by"],
+                                 timeout_seconds=timeout_seconds)
         return _answer("ledger", _dates(period), LedgerReport, LedgerPeriod, {"items": items})
 
 
 @blp.route("/reports/registers")
 class RegisterTotals(MethodView):
-    @blp.operation("getRegisterReport", scope="reports:read")
+    @blp.operation("getRegisterReport", scope="reports:read", errors=ERRORS)
     @blp.arguments(RegisterReportArgs, location="query")
     @blp.response(200, RegisterReport)
     @blp.doc(**_csv_too(RegisterReport))
-    def get(self, args):
+    @fair_share
+    def get(self, args, timeout_seconds: int):
         """The shift reconciliation: sales and returns by store, terminal, cashier or day.
 
         For each group, the sales committed in the period (Moscow days `from` to `to`), those
@@ -111,18 +142,19 @@ class RegisterTotals(MethodView):
         period = args["period"]
         only = {name: args[name] for name in ("store", "terminal", "cashier") if name in args}
         items = register_totals(_outside_transaction(), g.company_id, period, args["group_by"],
-                                only)
+                                only, timeout_seconds=timeout_seconds)
         return _answer("registers", _dates(period), RegisterReport, RegisterGroup,
                        {"items": items})
 
 
 @blp.route("/reports/program")
 class ProgramFigures(MethodView):
-    @blp.operation("getProgramReport", scope="reports:read")
+    @blp.operation("getProgramReport", scope="reports:read", errors=ERRORS)
     @blp.arguments(PeriodArgs, location="query")
     @blp.response(200, ProgramReport)
     @blp.doc(**_csv_too(ProgramReport))
-    def get(self, args):
+    @fair_share
+    def get(self, args, timeout_seconds: int):
         """Whether the program and its campaigns pay, over a period.
 
         Enrolments, the customers who bought, sales and the average check (to the kopeck,
@@ -131,7 +163,8 @@ class ProgramFigures(MethodView):
         percent in the period with its sales and accrual. `Accept: text/csv` answers the same
         figures as (figure, value) rows."""
         period = args["period"]
-        figures = program_figures(_outside_transaction(), g.company_id, period)
+        figures = program_figures(_outside_transaction(), g.company_id, period,
+                                  timeout_seconds=timeout_seconds)
         return _answer("program", _dates(period), ProgramReport, None, figures)
 
 
