@@ -92,7 +92,8 @@ class Liability(MethodView):
         their points' lots would expire in each of the next 12 calendar months (Europe/Moscow,
         the current month first, months with nothing as 0.00) if nothing were spent, the rest
         being `neverExpires`. One consistent snapshot; nothing is locked. `Accept: text/csv`
-        answers the same figures as (figure, value) rows."""
+        answers the same figures as (figure, value) rows. At most two reports of a company run
+        at once: a third is a 429 `rate_limited` with Retry-After."""
         now = utcnow()
         report = liability(_outside_transaction(), g.company_id, now,
                            timeout_seconds=timeout_seconds)
@@ -116,7 +117,8 @@ class LedgerMovements(MethodView):
         restored, bonuses), debits negative (redeemed, expired, clawedBack), `adjusted` as it
         falls. An entry counts on its createdAt; `matured` is what became ACTIVE from PENDING,
         on the moment it became available. Periods without movements are listed with zeros.
-        The sums agree with the customers' activity histories, summed."""
+        The sums agree with the customers' activity histories, summed. At most two reports of
+        a company run at once: a third is a 429 `rate_limited` with Retry-After."""
         period = args["period"]
         items = ledger_movements(_outside_transaction(), g.company_id, period, args["group_by"],
                                  timeout_seconds=timeout_seconds)
@@ -138,7 +140,10 @@ class RegisterTotals(MethodView):
         accrued; and the returns made in the period, counted in their sale's group (by day:
         the return's day), the money they refunded and the bonuses they took back. Narrowed to
         a store, terminal or cashier by `storeId`, `terminalId`, `cashierId`. Sorted by key,
-        null (sales without a cashier, say) last."""
+        null (sales without a cashier, say) last. In CSV, a name that begins with = + - @, a
+        tab or a carriage return is written with a leading ' (never run as a formula). At most
+        two reports of a company run at once: a third is a 429 `rate_limited` with
+        Retry-After."""
         period = args["period"]
         only = {name: args[name] for name in ("store", "terminal", "cashier") if name in args}
         items = register_totals(_outside_transaction(), g.company_id, period, args["group_by"],
@@ -161,7 +166,9 @@ class ProgramFigures(MethodView):
         half up), what was accrued and redeemed and their ratio (`redemptionRate`, 4 places,
         half up), the customers in each tier now, and each campaign that gave a line its
         percent in the period with its sales and accrual. `Accept: text/csv` answers the same
-        figures as (figure, value) rows."""
+        figures as (figure, value) rows, a campaign's name that begins with = + - @, a tab or a
+        carriage return with a leading '. At most two reports of a company run at once: a third
+        is a 429 `rate_limited` with Retry-After."""
         period = args["period"]
         figures = program_figures(_outside_transaction(), g.company_id, period,
                                   timeout_seconds=timeout_seconds)
