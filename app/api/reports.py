@@ -49,6 +49,8 @@ def fair_share(view):
                     raise ReportTimedOut(timeout) from None
                 raise
     return run
+
+
 def _csv_too(schema) -> dict:
     """The 200's content for the interface document: the JSON schema, and CSV (a header row,
     then one row per item). Given whole: flask-smorest writes no content beside one given."""
