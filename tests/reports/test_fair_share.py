@@ -16,6 +16,7 @@ from app import create_app
 from app.services.errors import RateLimited
 from app.services.reports.fair_share import ReportSlots
 from tests.conftest import REDIS_URL
+from tests.documented_errors import record_error_answers
 
 WAIT = 60  # seconds a test waits for its own threads before it calls them stuck
 
@@ -57,8 +58,11 @@ def _liability(app, tenant):
 
 
 def _web(app, **settings):
-    """The app as a web process with these settings, on the same database."""
-    return create_app(dataclasses.replace(app.config["SETTINGS"], **settings))
+    """The app as a web process with these settings, on the same database; its error answers
+    are held against the interface document as the suite's app's are."""
+    web = create_app(dataclasses.replace(app.config["SETTINGS"], **settings))
+    record_error_answers(web)
+    return web
 
 
 def test_a_third_report_of_a_company_waits_for_one_of_two_while_another_company_runs(
