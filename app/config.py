@@ -131,6 +131,9 @@ class Settings:
     apns_url: str = DEFAULT_APNS_URL
     apns_ca_bundle: str | None = None
     apns_retry_schedule: str = DEFAULT_APNS_RETRY_SCHEDULE
+    reports_at_once: int = 4
+    report_timeout_seconds: int = 120
+    web_threads: int = 1
 
     @property
     def is_sqlite(self) -> bool:
@@ -180,4 +183,8 @@ class Settings:
             apns_url=(env.get("APNS_URL") or DEFAULT_APNS_URL).rstrip("/"),
             apns_ca_bundle=env.get("APNS_CA_BUNDLE") or None,
             apns_retry_schedule=env.get("APNS_RETRY_SCHEDULE") or DEFAULT_APNS_RETRY_SCHEDULE,
+            reports_at_once=_positive(env, "REPORTS_AT_ONCE", 4),
+            report_timeout_seconds=_positive(env, "REPORT_TIMEOUT_SECONDS", 120),
+            # gunicorn's threads a web process (app/serving.py reads the same variable).
+            web_threads=_positive(env, "WEB_THREADS", 1),
         )

@@ -6,9 +6,8 @@ from flask import g
 from flask.views import MethodView
 
 from app.api.base import Blueprint, json_response
-from app.api.campaigns_schemas import (CampaignListResponse, CampaignResponse,
+from app.api.campaigns_schemas import (CampaignListArgs, CampaignListResponse, CampaignResponse,
                                        CreateCampaignRequest, UpdateCampaignRequest)
-from app.api.paging import PageArgs
 from app.db import request_session, utcnow
 from app.services.program import campaigns
 
@@ -38,13 +37,13 @@ class Campaigns(MethodView):
         return json_response(campaigns.campaign_as_json(campaign), 201)
 
     @blp.operation("listCampaigns", scope="program:read")
-    @blp.arguments(PageArgs, location="query")
+    @blp.arguments(CampaignListArgs, location="query")
     @blp.response(200, CampaignListResponse)
     def get(self, args):
         """The company's campaigns, newest first (deleted ones too, inactive).
 
-        An offset page (`page`, `pageSize`), newest first; deleted campaigns stay, with `active`
-        false. Changes nothing.
+        A page (`page`, `pageSize` 1 to 50, 20 when not given), newest first; deleted campaigns
+        stay, with `active` false. Changes nothing.
         """
         return json_response(campaigns.list_campaigns(
             request_session(), g.company_id, page=args["page"], page_size=args["page_size"]), 200)

@@ -2,9 +2,12 @@ import marshmallow as ma
 
 from app.api.base import ResponseSchema, Schema
 from app.api.fields import JsonBoolean, Percent, Text, Timestamp, no_nul
-from app.api.paging import page_schema
+from app.api.paging import PageArgs, page_schema
 
 MOST_SKUS, MOST_CATEGORIES, MOST_STORES = 1000, 100, 1000
+# A campaign shows up to ~130 KB (1,000 skus, 100 categories, 1,000 stores in full), and ended
+# campaigns are not capped in number: 50 a page keeps a page within a few megabytes.
+MOST_A_PAGE = 50
 
 
 def _strings(maximum_length: int, most: int, description: str) -> ma.fields.List:
@@ -12,6 +15,11 @@ def _strings(maximum_length: int, most: int, description: str) -> ma.fields.List
         ma.fields.String(validate=[ma.validate.Length(1, maximum_length), no_nul]),
         load_default=list, validate=ma.validate.Length(max=most),
         metadata={"description": description})
+
+
+class CampaignListArgs(PageArgs):
+    page_size = ma.fields.Integer(data_key="pageSize", load_default=20,
+                                  validate=ma.validate.Range(1, MOST_A_PAGE))
 
 
 class CreateCampaignRequest(Schema):

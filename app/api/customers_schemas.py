@@ -1,7 +1,7 @@
 import marshmallow as ma
 
 from app.api.base import ResponseSchema, Schema
-from app.api.fields import Amount, Text, Timestamp, no_nul
+from app.api.fields import Amount, CalendarDate, Text, Timestamp, no_nul
 from app.api.paging import OffsetArgs, offset_page_schema
 from app.db import utcnow
 from app.services.customers.phones import InvalidPhone, normalise_phone
@@ -42,7 +42,7 @@ class CreateCustomerRequest(Schema):
     phone = Phone(required=True)
     firstName = Text(maximum=100, required=True)
     lastName = Text(maximum=100, allow_none=True)
-    birthDate = ma.fields.Date(allow_none=True, validate=_plausible_birth_date)
+    birthDate = CalendarDate(allow_none=True, validate=_plausible_birth_date)
     email = ma.fields.Email(allow_none=True, validate=ma.validate.Length(max=254))
     enrollmentChallengeId = ma.fields.String(allow_none=True,
                                              validate=[ma.validate.Length(max=36), no_nul])

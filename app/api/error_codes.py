@@ -32,6 +32,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "database_unavailable": (503, "the database cannot be reached; nothing was changed; "
                                   "see Retry-After"),
     "not_ready": (503, "the database does not answer"),
+    "report_timed_out": (503, "a report ran past REPORT_TIMEOUT_SECONDS; a shorter period, or "
+                              "later; see Retry-After"),
     "wallet_not_configured": (503, "no Apple Wallet certificate on this server"),
 }
 

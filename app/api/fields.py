@@ -2,6 +2,7 @@
 integers inside; timestamps as RFC 3339 UTC with Z."""
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 import marshmallow as ma
@@ -12,6 +13,7 @@ from app.services import wire
 # Prices and receipt amounts: 100 billion roubles keeps every sum of a receipt, and every
 # price of a catalog, far inside a 64-bit column.
 MAX_AMOUNT = 100_000_000_000 * 100  # kopecks
+DATE_PATTERN = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 class Amount(ma.fields.Field):
@@ -101,6 +103,21 @@ class Timestamp(ma.fields.DateTime):
             return parsed.astimezone(timezone.utc)
         except OverflowError:  # 9999-12-31T23:00:00-05:00 is in the year 10000
             raise ma.ValidationError("is beyond the last representable moment") from None
+
+
+class CalendarDate(ma.fields.Date):
+    """A date written exactly YYYY-MM-DD. Python's ISO 8601 reading also takes `20261129` and
+    the week date `2026-W48-1` (a Monday), which no client means to send as a day."""
+
+    def __init__(self, **kwargs):
+        metadata = kwargs.pop("metadata", {})
+        metadata.setdefault("pattern", DATE_PATTERN.pattern)
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str) or DATE_PATTERN.fullmatch(value) is None:
+            raise ma.ValidationError("must be a date written YYYY-MM-DD")
+        return super()._deserialize(value, attr, data, **kwargs)
 
 
 class JsonBoolean(ma.fields.Boolean):

@@ -7,7 +7,7 @@ import marshmallow as ma
 
 from app.api.base import ResponseSchema, Schema
 from app.api.enums import Choice
-from app.api.fields import Amount, Timestamp
+from app.api.fields import Amount, CalendarDate, Timestamp
 from app.services.reports.periods import DAY, MONTH, MOST_DAYS, Period
 from app.services.reports.registers import GROUPS
 
@@ -25,8 +25,8 @@ class PeriodArgs(Schema):
     class Meta:
         unknown = ma.EXCLUDE
 
-    from_ = ma.fields.Date(data_key="from", required=True, validate=_DAY_RANGE, metadata=_DATE)
-    to = ma.fields.Date(required=True, validate=_DAY_RANGE,
+    from_ = CalendarDate(data_key="from", required=True, validate=_DAY_RANGE, metadata=_DATE)
+    to = CalendarDate(required=True, validate=_DAY_RANGE,
                         metadata={**_DATE, "example": "2026-05-31"})
 
     @ma.validates_schema

@@ -122,6 +122,8 @@ def test_a_phone_enrolled_twice_is_409_customer_exists_with_its_id(client, tenan
     ({"phone": PHONE, "firstName": "Иван", "email": "not-an-email"}, ["body", "email"]),
     ({"phone": PHONE, "firstName": "Иван", "birthDate": "1990-13-01"}, ["body", "birthDate"]),
     ({"phone": PHONE, "firstName": "Иван", "birthDate": "2999-01-01"}, ["body", "birthDate"]),
+    ({"phone": PHONE, "firstName": "Иван", "birthDate": "19900101"}, ["body", "birthDate"]),
+    ({"phone": PHONE, "firstName": "Иван", "birthDate": "1990-W01-1"}, ["body", "birthDate"]),
     ({"phone": PHONE, "firstName": "Иван", "companyId": "x"}, ["body", "companyId"]),
 ])
 def test_enrolment_body_is_validated(client, tenant, body, loc):

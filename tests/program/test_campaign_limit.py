@@ -62,8 +62,8 @@ def test_resuming_beyond_the_limit_is_refused_and_changes_nothing(client, tenant
     create_campaign(client, tenant, name="Takes the other")
     _refused(_patch(client, tenant, paused, active=True, name="Renamed"))
     _refused(_patch(client, tenant, ended, endsAt=moment(days=9)))  # an end moved on: live again
-    items = {item["id"]: item for item in client.get(
-        "/v1/campaigns?pageSize=200", headers=tenant.headers()).get_json()["items"]}
+    items = {item["id"]: item for page in range(1, 4) for item in client.get(
+        f"/v1/campaigns?pageSize=50&page={page}", headers=tenant.headers()).get_json()["items"]}
     assert (items[paused]["active"], items[paused]["name"]) == (False, "C0")
     assert items[ended]["endsAt"] < moment()
     # Changes that leave a live campaign live, or end one, are not counted.

@@ -68,12 +68,22 @@ def test_the_list_is_newest_first_in_pages(client, tenant):
     assert [item["id"] for item in page["items"] + second["items"]] == made[::-1]
 
 
-@pytest.mark.parametrize("query", ["pageSize=0", "pageSize=201", "page=0"])
-def test_a_page_is_at_most_200_campaigns(client, tenant, query):
+@pytest.mark.parametrize("query", ["pageSize=0", "pageSize=51", "pageSize=200", "page=0"])
+def test_a_page_is_at_most_50_campaigns(client, tenant, query):
     # One campaign shows at most ~130 KB (1,000 skus, 100 categories, 1,000 stores in full):
-    # the spec's pageSize bound keeps a page within 200 of them.
+    # 50 of them keep a page within a few megabytes.
     response = client.get(f"/v1/campaigns?{query}", headers=tenant.headers())
     assert _locs(response) == [["query", query.split("=")[0]]]
+
+
+def test_a_page_is_20_campaigns_unless_asked(client, tenant):
+    page = client.get("/v1/campaigns?pageSize=50", headers=tenant.headers()).get_json()
+    assert page["pageSize"] == 50
+    assert client.get("/v1/campaigns", headers=tenant.headers()).get_json()["pageSize"] == 20
+    document = client.get("/openapi.json").get_json()
+    page_size = next(parameter for parameter in document["paths"]["/v1/campaigns"]["get"][
+        "parameters"] if parameter["name"] == "pageSize")
+    assert (page_size["schema"]["minimum"], page_size["schema"]["maximum"]) == (1, 50)
 
 
 def test_a_change_and_a_delete_keep_the_campaign(client, tenant):

@@ -165,6 +165,9 @@ def test_a_moscow_day_begins_at_21_utc(client, tenant, shop, register):
     # Moscow's midnight of 0001-01-01 is in year 0 in UTC; the day after 9999-12-31 is none.
     ({"from": "0001-01-01", "to": "0001-01-01"}, "from"),
     ({"from": "9999-12-31", "to": "9999-12-31"}, "from"),
+    # Only YYYY-MM-DD: other ISO 8601 forms of a day are refused.
+    ({"from": "20260101", "to": "2026-01-01"}, "from"),
+    ({"from": "2026-01-01", "to": "2026-W01-4"}, "to"),
 ])
 def test_a_period_that_is_not_one_is_a_422(client, tenant, query, where):
     body = report(client, tenant, "ledger", expect=422, **query).get_json()

@@ -20,9 +20,9 @@ from tests.ports import free_port
 CARDS = "http://127.0.0.1:8000"  # where card links point
 
 
-def _status(app) -> dict:
+def _status(app, exit_code: int = 0) -> dict:
     result = app.test_cli_runner().invoke(args=["ops", "status"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
     return json.loads(result.output.strip().splitlines()[-1])
 
 
@@ -56,7 +56,7 @@ def test_status_says_when_the_database_and_redis_cannot_be_reached(app):
     port = free_port()
     down = _app_with(app, database_url=f"postgresql+psycopg2://postgres@127.0.0.1:{port}/none",
                      redis_url=f"redis://127.0.0.1:{port}/0")
-    report = _status(down)
+    report = _status(down, exit_code=1)
     assert report["database"]["reachable"] is False and report["database"]["error"]
     assert report["outbox"] is None and report["migrations"] is None
     assert report["redis"]["configured"] is True and report["redis"]["reachable"] is False
@@ -64,9 +64,15 @@ def test_status_says_when_the_database_and_redis_cannot_be_reached(app):
     assert report["worker"]["lastHeartbeat"] is None
 
 
+def test_status_fails_when_only_redis_cannot_be_reached(app):
+    report = _status(_app_with(app, redis_url=f"redis://127.0.0.1:{free_port()}/0"), exit_code=1)
+    assert report["database"] == {"reachable": True} and report["migrations"]["atHead"] is True
+    assert report["redis"]["reachable"] is False
+
+
 def test_status_notices_migrations_behind_the_code(app, fresh_database):
     upgrade(fresh_database, "0009_register_path_keys")
-    report = _status(_app_with(app, database_url=fresh_database))
+    report = _status(_app_with(app, database_url=fresh_database), exit_code=1)
     assert report["migrations"]["atHead"] is False
     assert report["migrations"]["current"] == ["0009_register_path_keys"]
     upgrade(fresh_database)

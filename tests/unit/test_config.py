@@ -55,6 +55,18 @@ def test_retention_and_metrics_settings():
         Settings.from_env({"OUTBOX_RETENTION_DAYS": "0"})
 
 
+def test_the_reports_share_settings():
+    defaults = Settings.from_env({})
+    assert (defaults.reports_at_once, defaults.report_timeout_seconds, defaults.web_threads) == (
+        4, 120, 1)
+    given = Settings.from_env({"REPORTS_AT_ONCE": "2", "REPORT_TIMEOUT_SECONDS": "30",
+                               "WEB_THREADS": "8"})
+    assert (given.reports_at_once, given.report_timeout_seconds, given.web_threads) == (2, 30, 8)
+    for name in ("REPORTS_AT_ONCE", "REPORT_TIMEOUT_SECONDS", "WEB_THREADS"):
+        with pytest.raises(ConfigError, match=name):
+            Settings.from_env({name: "0"})
+
+
 @pytest.mark.parametrize("given, networks", [
     ("", ["127.0.0.1/32", "::1/128"]),  # gunicorn's default: a proxy on this host
     ("10.0.0.0/8, 192.0.2.7", ["10.0.0.0/8", "192.0.2.7/32"]),

@@ -22,12 +22,12 @@ _BORN_PENDING = _ENTRIES.c.available_at > _ENTRIES.c.created_at
 
 
 def ledger_movements(session: Session, company_id: str, period: Period,
-                     unit: str) -> list[dict]:
+                     unit: str, *, timeout_seconds: int | None = None) -> list[dict]:
     """One item per day (or month) of the period, in order, each with its `period` key and
     the kopecks of every field. An entry counts in the period of its createdAt; `matured` is
     what became ACTIVE from PENDING, in the period of its availableAt (the moment it counts as
     available), once its status says so."""
-    snapshot(session)
+    snapshot(session, timeout_seconds)
     items = {key: dict.fromkeys(FIELDS, 0) for key in period.keys(unit)}
     within = (_ENTRIES.c.company_id == company_id,)
     created = utc_hour(_ENTRIES.c.created_at).label("hour")

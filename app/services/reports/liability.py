@@ -25,12 +25,13 @@ class Liability:
     never_expires: int
 
 
-def liability(session: Session, company_id: str, now: datetime) -> Liability:
+def liability(session: Session, company_id: str, now: datetime, *,
+              timeout_seconds: int | None = None) -> Liability:
     """The accounts' balances as stored, and their lots' remaining by the Moscow month they
     expire in. A lot already due but not yet expired (the periodic job or a touch will) counts
     in the current month; lots beyond the twelfth month and lots that never expire are
     `never_expires`."""
-    snapshot(session)
+    snapshot(session, timeout_seconds)
     accounts = RewardAccount.__table__
     available, pending, reserved, positive = session.execute(
         select(func.sum(accounts.c.available), func.sum(accounts.c.pending),

@@ -124,14 +124,19 @@ def _sqlite_moscow_period(stored: str | None, pattern: str) -> str | None:
     return period_key(moscow_day(moment), DAY if pattern == "YYYY-MM-DD" else MONTH)
 
 
-def snapshot(session: Session) -> None:
+def snapshot(session: Session, timeout_seconds: int | None = None) -> None:
     """Begin the report's one transaction: on PostgreSQL REPEATABLE READ and READ ONLY, so every
     statement of the report sees the same moment and none can lock or write a row (the
-    caller gives a session outside any transaction). SQLite's transaction is a snapshot
-    already; its connection gets the Moscow bucketing function."""
+    caller gives a session outside any transaction), and each statement cut off after
+    `timeout_seconds` (for this transaction only: the pooled connection goes back without it).
+    SQLite's transaction is a snapshot already; its connection gets the Moscow bucketing
+    function."""
     connection = session.connection()
     if connection.dialect.name == "postgresql":
         connection.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        if timeout_seconds is not None:
+            connection.execute(text("SELECT set_config('statement_timeout', :timeout, true)"),
+                               {"timeout": f"{timeout_seconds * 1000}"})
     else:
         connection.connection.dbapi_connection.create_function(
             "moscow_period", 2, _sqlite_moscow_period, deterministic=True)

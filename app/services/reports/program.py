@@ -12,10 +12,11 @@ from app.services.rewards import tiers as tier_rules
 _SALES, _LINES, _ACCOUNTS = Sale.__table__, SaleLine.__table__, RewardAccount.__table__
 
 
-def program_figures(session: Session, company_id: str, period: Period) -> dict:
+def program_figures(session: Session, company_id: str, period: Period, *,
+                    timeout_seconds: int | None = None) -> dict:
     """Kopecks and counts; `average_check` and the others are worked out by `half_up` and
     `rate` at the edge's request, from the sums here."""
-    snapshot(session)
+    snapshot(session, timeout_seconds)
     in_period = (_SALES.c.company_id == company_id, _SALES.c.committed_at >= period.start,
                  _SALES.c.committed_at < period.end)
     enrolments = session.scalar(select(func.count()).select_from(Customer).where(

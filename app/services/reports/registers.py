@@ -25,12 +25,12 @@ _SALES_A_BATCH = 500
 
 
 def register_totals(session: Session, company_id: str, period: Period, group_by: str,
-                    only: dict[str, str]) -> list[dict]:
+                    only: dict[str, str], *, timeout_seconds: int | None = None) -> list[dict]:
     """One item per group with sales or returns in the period, sorted by key (null last).
     `only` narrows to a store, terminal and/or cashier ({"store": id, …}): the sale's.
     A sale counts in the period it was committed in; a return in the period it was made in,
     in its sale's group (with `day`, the return's own day)."""
-    snapshot(session)
+    snapshot(session, timeout_seconds)
     groups: dict[str | None, dict] = {}
 
     def group(key):
