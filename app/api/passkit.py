@@ -155,7 +155,7 @@ class LatestPass(MethodView):
         card = card_page.card_by_token(session, customer.card_token, now)
         standing = card_page.pass_standing(session, card)
         changed_at = standing.changed_at
-        headers = {"Last-Modified": format_datetime(passkit.last_modified(changed_at, now),
+        headers = {"Last-Modified": format_datetime(passkit.last_modified(changed_at),
                                                     usegmt=True),
                    "Cache-Control": "no-cache"}
         if not passkit.modified_since(changed_at, _if_modified_since()):

@@ -4,11 +4,14 @@ date can hold, bodies over the bound however sent, push tokens in other scripts.
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import pytest
 from gunicorn.http.errors import InvalidChunkSize
+from sqlalchemy import update
 
-from app.models import WalletRegistration
+from app.db import utcnow
+from app.models import RewardAccount, WalletRegistration
 from tests.api.card_helpers import PASS_TYPE_ID, make_customer
 from tests.api.test_passkit import certificates, wallet_client  # noqa: F401 - fixtures
 from tests.api.wallet_helpers import Phone, settled
@@ -59,6 +62,18 @@ def test_an_if_modified_since_that_names_no_moment_reads_as_absent(phone, date):
         fetched = phone.latest(date)
     assert fetched.status_code == 200 and fetched.mimetype == "application/vnd.apple.pkpass"
     _no_traceback(written)
+
+
+def test_a_pass_fetched_again_with_its_own_last_modified_is_304(phone, db):
+    """The header holds whole seconds and the change is dated to the microsecond. The change
+    here is dated a moment ahead, so the pass is always answered within its change's second."""
+    db.execute(update(RewardAccount).where(RewardAccount.customer_id == phone.serial)
+               .values(updated_at=(utcnow() + timedelta(seconds=2)).replace(microsecond=654321)))
+    db.commit()
+    fetched = phone.latest()
+    assert fetched.status_code == 200
+    again = phone.latest(fetched.headers["Last-Modified"])
+    assert again.status_code == 304, again.headers
 
 
 @pytest.mark.parametrize("push_token", ["ａｂｃ１２３", "abc١٢٣", "ß", "abcxyz", "0x12"])

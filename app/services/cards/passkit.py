@@ -207,13 +207,12 @@ def serials_since(session: Session, device_id: str, pass_type_id: str, tag: str 
     return changed, (update_tag(max(at for _, at in rows)) if changed else None)
 
 
-def last_modified(changed_at: datetime, now: datetime) -> datetime:
-    """The pass's Last-Modified, in whole seconds: the second after its change once that has
-    passed, so that a device sending it back is answered 304 exactly while nothing has changed
-    since (a later change is at or after the moment this answer was made)."""
-    after = changed_at.replace(microsecond=0) + timedelta(seconds=1)
-    return after if after <= now else changed_at.replace(microsecond=0)
+def last_modified(changed_at: datetime) -> datetime:
+    """The pass's Last-Modified: the second of its change (the header holds whole seconds)."""
+    return changed_at.replace(microsecond=0)
 
 
 def modified_since(changed_at: datetime, if_modified_since: datetime | None) -> bool:
-    return if_modified_since is None or changed_at >= if_modified_since
+    """Compared at whole seconds, as the header is: a device sending back the Last-Modified it
+    was given is answered 304 until the pass changes in a later second."""
+    return if_modified_since is None or last_modified(changed_at) > if_modified_since
