@@ -16,17 +16,22 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 
 MASK = "***"
 # What carries a credential in a line's text. A card token is the path segment after /cards/ (a
-# .pkpass suffix stays), a gift-card code the one after /gift-cards/, an APNs push token the one
-# after /3/device/ (httpx's request line); route templates (`<token>`) are left as they are. The
-# schemes and the API key's prefix find keys and pass tokens quoted from a header.
-_SECRET_SEGMENT = re.compile(r"(?i)(/(?:cards|gift-cards|3/device)/)(?![<{])[^/\s?#\"'\\]+?"
+# .pkpass suffix stays), an APNs push token the one after /3/device/ (httpx's request line), a
+# gift-card code the one after /gift-cards/, spaces included (a code is typed in groups): up to
+# the next part of the path, a quote, the end of the line, or what follows a path in Flask's and
+# an access log's lines (` [GET]`, ` HTTP/1.1`). Route templates (`<token>`) are left as they
+# are. The schemes and the API key's prefix find keys and pass tokens quoted from a header.
+_SECRET_SEGMENT = re.compile(r"(?i)(/(?:cards|3/device)/)(?![<{])[^/\s?#\"'\\]+?"
                              r"(?=\.pkpass\b|[/\s?#\"'\\]|$)")
+_GIFT_CODE_SEGMENT = re.compile(r"(?i)(/gift-cards/)(?![<{])[^/?#\"'\\\r\n]+?"
+                                r"(?=[/?#\"'\\\r\n]| \[| HTTP/|$)")
 _SECRET_AFTER_SCHEME = re.compile(r"(?i)\b(bearer|applepass)(\s+)[^\s\"',;]+")
 _API_KEY = re.compile(r"lk_live_[A-Za-z0-9_-]+")
 
 
 def mask_secrets(text: str) -> str:
     text = _SECRET_SEGMENT.sub(rf"\g<1>{MASK}", text)
+    text = _GIFT_CODE_SEGMENT.sub(rf"\g<1>{MASK}", text)
     text = _SECRET_AFTER_SCHEME.sub(rf"\g<1>\g<2>{MASK}", text)
     return _API_KEY.sub(f"lk_live_{MASK}", text)
 

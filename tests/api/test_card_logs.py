@@ -4,6 +4,7 @@ is logged by Flask as `Exception on <path> [GET]`."""
 from __future__ import annotations
 
 from contextlib import contextmanager
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import event
@@ -37,10 +38,13 @@ def _paths(tenant, db):
     return {"card page": (f"/cards/{customer.card_token}", {}, customer.card_token),
             "gift card": (f"/v1/gift-cards/{code}", tenant.headers(), code),
             "gift card as typed": (f"/v1/gift-cards/{code[:8].lower()}-{code[8:]}",
-                                   tenant.headers(), code[8:])}
+                                   tenant.headers(), code[8:]),
+            "gift card in groups": ("/v1/gift-cards/" + quote(f"{code[:8]} {code[8:12]} {code[12:]}"),
+                                    tenant.headers(), code[8:12])}
 
 
-@pytest.mark.parametrize("name", ["card page", "gift card", "gift card as typed"])
+@pytest.mark.parametrize("name", ["card page", "gift card", "gift card as typed",
+                                  "gift card in groups"])
 def test_a_request_whose_commit_fails_is_logged_with_its_secret_masked(app, client, tenant, db,
                                                                         name):
     path, headers, secret = _paths(tenant, db)[name]

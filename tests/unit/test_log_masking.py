@@ -24,6 +24,8 @@ PASS_TOKEN = "pAsS-tOkEn_" + "z" * 32
     (f"Exception on /v1/gift-cards/{GIFT_CODE} [GET]", "Exception on /v1/gift-cards/*** [GET]"),
     (f"Error handling request /v1/gift-cards/{GIFT_CODE.lower()}?x=1",
      "Error handling request /v1/gift-cards/***?x=1"),
+    ("Exception on /v1/gift-cards/7kq2 m9xp-z4ht 3wnb [GET]", "Exception on /v1/gift-cards/*** [GET]"),
+    ('"GET /v1/gift-cards/7KQ2 M9XP Z4HT 3WNB HTTP/1.1" 200', '"GET /v1/gift-cards/*** HTTP/1.1" 200'),
     (f'HTTP Request: POST https://api.push.apple.com/3/device/{PUSH_TOKEN} "HTTP/2 200 OK"',
      'HTTP Request: POST https://api.push.apple.com/3/device/*** "HTTP/2 200 OK"'),
     (f'127.0.0.1 - - [29/Nov/2026 01:00:00] "GET /cards/{CARD_TOKEN}/x HTTP/1.1" 404 -',
