@@ -54,18 +54,16 @@ def _written(record: logging.LogRecord) -> str:
     return stream.getvalue()
 
 
-def test_the_filter_masks_the_message_its_arguments_the_traceback_and_the_fields():
+def test_the_filter_masks_the_message_its_arguments_and_the_traceback():
     try:
         raise LookupError(f"no card /cards/{CARD_TOKEN}")
     except LookupError:
         exc_info = sys.exc_info()
     record = logging.LogRecord("httpx", logging.WARNING, __file__, 1, "HTTP Request: %s %s",
                                ("POST", f"https://push.example/3/device/{PUSH_TOKEN}"), exc_info)
-    record.fields = {"path": f"/v1/gift-cards/{GIFT_CODE}", "status": 500}
     written = _written(record)
     assert "/3/device/***" in written and "/cards/***" in written
-    assert "/v1/gift-cards/***" in written and '"status": 500' in written
-    assert PUSH_TOKEN not in written and CARD_TOKEN not in written and GIFT_CODE not in written
+    assert PUSH_TOKEN not in written and CARD_TOKEN not in written
 
 
 def test_a_line_that_cannot_be_formatted_is_written_masked():
