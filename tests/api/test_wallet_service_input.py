@@ -32,7 +32,7 @@ def _no_traceback(written: io.StringIO) -> None:
                 if line["level"] == "ERROR" or "exception" in line], written.getvalue()
 
 
-@pytest.mark.parametrize("tag", ["300000000000000000", "99999999999999999999"])
+@pytest.mark.parametrize("tag", ["300000000000000000", "99999999999999999999", "1%00"])
 def test_a_tag_the_service_never_gave_reads_as_absent(phone, tag):
     with written_log() as written:
         listed = phone.updated_since(tag)
