@@ -1,7 +1,7 @@
-"""A path with a doubled slash is a 404 on every route, wherever the slashes are (CONTRACT
-§12): werkzeug strips the slashes a path begins with before routing it, so `//cards/<token>`
-would be the card page. The test client reads `//cards/…` as a host and a path, so the path is
-set as the server hands it over (PATH_INFO)."""
+"""A path with a doubled slash is a 404 on every route, wherever the slashes are, and no
+answer is built from the Host header: werkzeug strips the slashes a path begins with before
+routing it, so `//cards/<token>` would be the card page. The test client reads `//cards/…`
+as a host and a path, so the path is set as the server hands it over (PATH_INFO)."""
 from __future__ import annotations
 
 import pytest
