@@ -69,7 +69,7 @@ def main() -> None:
                            for _ in range(args.devices)]
             for n, customer in enumerate(holders):
                 assert Phone.adding(client, customer, device=f"d{n}",
-                                    push_token=f"t{n}").register().status_code == 201
+                                    push_token=f"{n:08x}").register().status_code == 201
             holder_ids = [customer.id for customer in holders]
             report = {}
             # Alternate the sides so that drift (cache, autovacuum) falls on both alike.

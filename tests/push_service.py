@@ -4,6 +4,7 @@ records every push and answers each as the test asks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import threading
 from collections import defaultdict, deque
@@ -28,7 +29,8 @@ class Received:
 
 
 class PushService:
-    """`answers[token]`: statuses to give that device's next pushes, in order (then 200);
+    """`answers[token]`: statuses to give that device's next pushes, in order (then 200), each
+    a status or (status, reason) for a refusal with APNs' JSON body `{"reason": …}`;
     `down`: every push answered 503, as an outage of the service would be."""
 
     def __init__(self, folder: Path, client_ca_file: Path):
@@ -65,12 +67,17 @@ class PushService:
         self.received.append(Received(scope["method"], scope["path"], scope["http_version"],
                                       scope["scheme"], headers.get("apns-topic"), body))
         token = scope["path"].rsplit("/", 1)[-1]
-        status = 503 if self.down else (self.answers[token].popleft()
+        answer = 503 if self.down else (self.answers[token].popleft()
                                         if self.answers[token] else 200)
+        status, reason = answer if isinstance(answer, tuple) else (answer, None)
         extra = [(b"retry-after", b"1")] if status == 429 else []
+        body = b""
+        if reason is not None:
+            body = json.dumps({"reason": reason}).encode()
+            extra.append((b"content-type", b"application/json"))
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"apns-id", b"test"), *extra]})
-        await send({"type": "http.response.body", "body": b""})
+        await send({"type": "http.response.body", "body": body})
 
     def _config(self) -> Config:
         config = Config()

@@ -10,7 +10,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "terminal_inactive": (403, "X-Loyalty-Pos-Key, or the terminal named, is no ACTIVE terminal"),
     "subscription_inactive": (403, "hold or commit while the subscription is stopped"),
     "invalid_passkit_request": (400, "a Wallet web service body beyond its bounds: pushToken "
-                                     "1 to 200 letters and digits; logs at most 100 strings"),
+                                     "1 to 200 hexadecimal digits; logs at most 100 strings"),
     "invalid_pass_token": (401, "no ApplePass token of this pass (another pass type, serial, "
                                 "pass or company)"),
     "not_found": (404, "an unknown id, or one of another company"),
@@ -26,7 +26,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "campaign_limit_reached": (409, "a campaign created or resumed beyond the company's 100 "
                                     "live ones (active and not ended)"),
     "idempotency_key_in_use": (409, "a request with this Idempotency-Key is still running"),
-    "payload_too_large": (413, "a body over MAX_CONTENT_LENGTH"),
+    "payload_too_large": (413, "a body over MAX_CONTENT_LENGTH (64 KiB at the Wallet web "
+                                 "service)"),
     "unsupported_media_type": (415, "a body that is not JSON"),
     "rate_limited": (429, "too many requests of this kind from the key; see Retry-After"),
     "database_unavailable": (503, "the database cannot be reached; nothing was changed; "

@@ -4,6 +4,7 @@ sends its logs. The pass's own `ApplePass` token authenticates where Apple says 
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timezone
 from email.utils import format_datetime, parsedate_to_datetime
 
 from flask import Response, current_app, jsonify, request
@@ -11,7 +12,7 @@ from flask.views import MethodView
 
 from app.api.base import Blueprint
 from app.api.cards import PKPASS_MEDIA_TYPE, wallet_signer
-from app.web.bodies import decode
+from app.web.bodies import chunked_body_exceeds, decode, raw_body
 from app.db import request_session, utcnow
 from app.models import Company, Customer
 from app.services.cards import card_page, passkit
@@ -22,7 +23,10 @@ blp = Blueprint("passkit", __name__, url_prefix="/passkit",
                 description="Apple Wallet web service: pass registrations and updates")
 
 PASSKIT_ERRORS = ("invalid_pass_token", "wallet_not_configured")
-LOG_BODY_MAX = 64 * 1024
+# A device's bodies are a push token or a few log lines: read no more than this of any, however
+# it is sent (a chunked body is cut off as one with Content-Length is refused).
+BODY_MAX = 64 * 1024
+BODY_ERRORS = ("bad_request", "invalid_passkit_request", "payload_too_large")
 REGISTRATION = ("/v1/devices/<deviceLibraryIdentifier>/registrations/<passTypeIdentifier>"
                 "/<serialNumber>")
 
@@ -42,11 +46,15 @@ def _our_pass_type() -> str | None:
     return signer.pass_type_id if signer is not None else None
 
 
-def _body(limit: int | None = None):
-    if limit is not None and (request.content_length or 0) > limit:
-        raise passkit.bad_request(f"the body is larger than {limit} bytes")
+def _body():
+    """The device's JSON body: over `BODY_MAX` a 413, broken chunked framing a 400
+    `bad_request`, anything but JSON a 400 `invalid_passkit_request`."""
+    request.max_content_length = BODY_MAX  # werkzeug refuses a longer Content-Length
+    if request.content_length is None and chunked_body_exceeds(request, BODY_MAX):
+        raise DomainError(f"the body is larger than {BODY_MAX} bytes", code="payload_too_large",
+                          status=413)
     try:
-        return decode(request.get_data(cache=True))
+        return decode(raw_body())
     except InvalidField:
         raise passkit.bad_request("the body is not JSON") from None
 
@@ -59,18 +67,19 @@ def _authorized(pass_type_id: str, serial: str, *, lock: bool = False) -> tuple[
                                    pepper=settings.api_key_pepper, lock=lock)
 
 
-def _if_modified_since():
+def _if_modified_since() -> datetime | None:
+    """The header's moment in UTC; None (absent) for one that does not parse, has no zone, or
+    names a moment a date cannot hold (the year 99999999999)."""
     try:
         moment = parsedate_to_datetime(request.headers.get("If-Modified-Since", ""))
-    except (TypeError, ValueError, IndexError):
+        return moment.astimezone(timezone.utc) if moment.tzinfo is not None else None
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return moment if moment.tzinfo is not None else None
 
 
 @blp.route(REGISTRATION)
 class Registration(MethodView):
-    @blp.operation("registerPassDevice", scope=None,
-                   errors=("invalid_passkit_request", *PASSKIT_ERRORS))
+    @blp.operation("registerPassDevice", scope=None, errors=(*BODY_ERRORS, *PASSKIT_ERRORS))
     @blp.response(201, {"type": "string"}, content_type="text/plain",
                   description="The device is registered for the pass's updates")
     @blp.alt_response(200, description="The device was registered already (its push token "
@@ -79,9 +88,9 @@ class Registration(MethodView):
         """Register a device for a pass's update pushes.
 
         `Authorization: ApplePass <authenticationToken>` of the pass; anything else, another pass
-        type or serial, is a 401. Body `{"pushToken": "…"}` (1 to 200 letters and digits, else
-        400). A pass keeps its 10 latest devices: an 11th takes the place of the oldest.
-        Identifiers are at most 128 characters (else 404).
+        type or serial, is a 401. Body `{"pushToken": "…"}` (1 to 200 hexadecimal digits, else
+        400), at most 64 KiB (else 413). A pass keeps its 10 latest devices: an 11th takes the
+        place of the oldest. Identifiers are at most 128 characters (else 404).
         """
         passkit.check_identifiers(deviceLibraryIdentifier)
         company_id, customer_id = _authorized(passTypeIdentifier, serialNumber, lock=True)
@@ -146,7 +155,7 @@ class LatestPass(MethodView):
         card = card_page.card_by_token(session, customer.card_token, now)
         standing = card_page.pass_standing(session, card)
         changed_at = standing.changed_at
-        headers = {"Last-Modified": format_datetime(passkit.last_modified(changed_at, now),
+        headers = {"Last-Modified": format_datetime(passkit.last_modified(changed_at),
                                                     usegmt=True),
                    "Cache-Control": "no-cache"}
         if not passkit.modified_since(changed_at, _if_modified_since()):
@@ -161,15 +170,15 @@ class LatestPass(MethodView):
 
 @blp.route("/v1/log")
 class DeviceLog(MethodView):
-    @blp.operation("logPassErrors", scope=None, errors=("invalid_passkit_request",))
+    @blp.operation("logPassErrors", scope=None, errors=BODY_ERRORS)
     @blp.response(200, {"type": "string"}, content_type="text/plain",
                   description="The messages are logged")
     def post(self):
         """Messages a device reports about this web service, logged.
 
-        Body `{"logs": ["…"]}`: at most 100 messages, each logged up to 1,000 characters, in a
-        body of at most 64 KiB (else 400).
+        Body `{"logs": ["…"]}`: at most 100 messages (else 400), each logged up to 1,000
+        characters, in a body of at most 64 KiB however it is sent (else 413).
         """
-        for line in passkit.log_messages(_body(LOG_BODY_MAX)):
+        for line in passkit.log_messages(_body()):
             log.warning("wallet device reports: %s", line)
         return Response("", 200, mimetype="text/plain")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import Request, current_app
 
 from app.api.base import declared_operation
-from app.web.bodies import raw_body, read_framed
+from app.web.bodies import chunked_body_exceeds
 from app.db import request_session, utcnow
 from app.web.idempotency import claim_ahead
 from app.services.errors import DomainError, Forbidden, InvalidField
@@ -62,20 +62,11 @@ def _check_body(req: Request, limit: int) -> None:
     if req.method not in BODY_METHODS:
         return
     length = req.content_length
-    if (length and length > limit) or (length is None and _chunked_body_exceeds(req, limit)):
+    if (length and length > limit) or (length is None and chunked_body_exceeds(req, limit)):
         raise DomainError("the request body is too large", code="payload_too_large", status=413)
     if (length or req.headers.get("Transfer-Encoding")) and not req.is_json:
         raise DomainError("the request body must be JSON (Content-Type: application/json)",
                           code="unsupported_media_type", status=415)
-
-
-def _chunked_body_exceeds(req: Request, limit: int) -> bool:
-    """A body sent without Content-Length (chunked) is read here, up to the limit. werkzeug
-    stops there without a word, which would leave a truncated body to fail as bad JSON; one
-    byte more on the wire means it was too large."""
-    if not req.headers.get("Transfer-Encoding"):
-        return False
-    return len(raw_body()) >= limit and bool(read_framed(lambda: req.environ["wsgi.input"].read(1)))
 
 
 def _may_name_terminal(pos_key: str | None) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from flask import g, request
+from flask import Request, g, request
 from gunicorn.http.errors import ParseException
 
 from app.services.errors import DomainError, InvalidField
@@ -37,6 +37,15 @@ def read_framed(read):
     except UNREADABLE:
         raise DomainError("the request body cannot be read: its chunked framing is broken",
                           code="bad_request", status=400) from None
+
+
+def chunked_body_exceeds(req: Request, limit: int) -> bool:
+    """A body sent without Content-Length (chunked) is read here, up to `limit`, which must be
+    the request's `max_content_length`. werkzeug stops there without a word, which would leave a
+    truncated body to fail as bad JSON; one byte more on the wire means it was too large."""
+    if not req.headers.get("Transfer-Encoding"):
+        return False
+    return len(raw_body()) >= limit and bool(read_framed(lambda: req.environ["wsgi.input"].read(1)))
 
 
 def json_body():

@@ -29,9 +29,18 @@ def _begin() -> None:
     state.started = time.perf_counter()
     given = req.headers.get("X-Request-Id", "")
     state.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    _refuse_doubled_slashes(req)
     _refuse_redirects(req)
     authenticate_request(req, state)
     _refuse_nul(req)
+
+
+def _refuse_doubled_slashes(req: Request) -> None:
+    """A path with a doubled slash names nothing of ours. Werkzeug strips the slashes a path
+    begins with before routing it (and from `request.path`), so `GET //cards/<token>` would be
+    the card page: the path as the server received it (PATH_INFO) is what is judged."""
+    if "//" in req.environ.get("PATH_INFO", ""):
+        raise NoRoute()  # answered as any unmatched path is
 
 
 def _refuse_redirects(req: Request) -> None:
@@ -50,6 +59,8 @@ def _refuse_nul(req: Request) -> None:
         raise NotFound()
     if not req.query_string:  # the register's requests: no query to parse into `args`
         return
+    if req.path.startswith("/passkit/"):
+        return  # Apple's protocol: a tag it did not give (any text) reads as absent, not a 422
     for name, value in req.args.items(multi=True):
         if "\x00" in value or "\x00" in name:
             raise InvalidField(["query", name], "must not contain the NUL character", "string_nul")

@@ -107,7 +107,7 @@ def test_path_values_and_bodies_are_bounded(wallet_client, tenant, db):
     for logs in ({"logs": "one"}, {"logs": ["x"] * 101}, {"logs": [1]}):
         assert wallet_client.post(f"{phone.base}/log", json=logs).status_code == 400
     too_big = wallet_client.post(f"{phone.base}/log", json={"logs": ["x" * 70_000]})
-    assert too_big.status_code == 400
+    assert too_big.status_code == 413
 
 
 def test_a_pass_keeps_its_ten_latest_devices(wallet_client, tenant, db):

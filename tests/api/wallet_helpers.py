@@ -27,8 +27,8 @@ def checked(app):
 
 
 def settled(db, customer, seconds: float = 10) -> None:
-    """The customer's pass last changed `seconds` ago: a Last-Modified (whole seconds) given
-    now is past its change, as it is for any pass not changed in the very last second."""
+    """The customer's pass last changed `seconds` ago: a change the test makes now falls in a
+    later second, which a Last-Modified (whole seconds) can tell from it."""
     db.execute(update(RewardAccount).where(
         RewardAccount.company_id == customer.company_id, RewardAccount.customer_id == customer.id)
         .values(updated_at=utcnow() - timedelta(seconds=seconds)))

@@ -18,6 +18,9 @@ from app.services.webhooks.transport import parse_retry_after
 
 log = logging.getLogger("app.apns")
 PUSH_TIMEOUT = 15.0
+# The reasons of a 400 that say the device token itself will never be accepted for this pass
+# type: like a 410, the registration goes (Apple's "Handling notification responses from APNs").
+DEAD_TOKEN_REASONS = frozenset({"BadDeviceToken", "DeviceTokenNotForTopic"})
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class PushOutcome:
     status: int | None  # None when no answer came (connection refused, timeout, TLS)
     retry_after: float | None = None
     error: str | None = None
+    reason: str | None = None  # APNs' own, from the body of a refusal
 
     @property
     def sent(self) -> bool:
@@ -32,8 +36,9 @@ class PushOutcome:
 
     @property
     def gone(self) -> bool:
-        """The device token is no longer active for the topic: its registration goes."""
-        return self.status == 410
+        """The device token is no longer active for the topic, or never was one APNs takes for
+        it: its registration goes."""
+        return self.status == 410 or (self.status == 400 and self.reason in DEAD_TOKEN_REASONS)
 
     @property
     def retryable(self) -> bool:
@@ -67,6 +72,18 @@ def push(http: httpx.Client, push_token: str, topic: str) -> PushOutcome:
         return PushOutcome(None, error=f"{type(error).__name__}: {error}"[:500])
     if response.http_version != "HTTP/2":
         return PushOutcome(None, error=f"the push service answered in {response.http_version}")
+    if response.status_code == 200:
+        return PushOutcome(200)
     retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    reason = None if response.status_code == 200 else f"HTTP {response.status_code} {response.text[:200]}"
-    return PushOutcome(response.status_code, retry_after, reason)
+    error = f"HTTP {response.status_code} {response.text[:200]}"
+    return PushOutcome(response.status_code, retry_after, error, _reason(response))
+
+
+def _reason(response: httpx.Response) -> str | None:
+    """APNs' `reason` from a refusal's JSON body (`{"reason": "BadDeviceToken"}`), if any."""
+    try:
+        body = response.json()
+    except ValueError:  # no body, or not JSON (UnicodeDecodeError is a ValueError too)
+        return None
+    reason = body.get("reason") if isinstance(body, dict) else None
+    return reason if isinstance(reason, str) else None

@@ -149,8 +149,9 @@ def begin_push(session: Session, key: Key, *, now: datetime) -> Push | None:
 def finish_push(session: Session, push: Push, *, sent: bool, gone: bool, retry_in: float | None,
                 now: datetime) -> bool:
     """Record a push's end. Sent: done, unless the pass changed again meanwhile (then the next
-    push is due at once; returns True). Gone (410): the registration is removed. Else the push
-    waits `retry_in` seconds, or is given up (None) until the pass changes again."""
+    push is due at once; returns True). Gone (a 410, or a 400 refusing the device token): the
+    registration is removed. Else the push waits `retry_in` seconds, or is given up (None)
+    until the pass changes again."""
     ours = (*_registration(push.key), WalletRegistration.push_attempts == push.number)
     if gone:
         session.execute(delete(WalletRegistration).where(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import string
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import case, delete, select
@@ -68,7 +69,9 @@ def issue_pass(session: Session, company_id: str, customer_id: str, *, pepper: s
 def _presented_token(authorization: str | None) -> str | None:
     scheme, _, token = (authorization or "").partition(" ")
     token = token.strip()
-    if scheme.lower() != "applepass" or not token or len(token) > IDENTIFIER_MAX:
+    # Tokens we issue are ASCII (url-safe base64): any other byte opens no pass.
+    if (scheme.lower() != "applepass" or not token or len(token) > IDENTIFIER_MAX
+            or not token.isascii()):
         return None
     return token
 
@@ -96,10 +99,16 @@ def check_identifiers(*values: str) -> None:
             raise NotFound("pass")
 
 
+_HEX_DIGITS = frozenset(string.hexdigits)
+
+
 def push_token_of(body) -> str:
+    """The body's APNs device token: hexadecimal digits, ASCII only (str.isalnum and isdigit
+    take the digits and letters of every script)."""
     token = body.get("pushToken") if isinstance(body, dict) else None
-    if not isinstance(token, str) or not 0 < len(token) <= PUSH_TOKEN_MAX or not token.isalnum():
-        raise bad_request(f"pushToken must be 1 to {PUSH_TOKEN_MAX} letters and digits")
+    if (not isinstance(token, str) or not 0 < len(token) <= PUSH_TOKEN_MAX
+            or not _HEX_DIGITS.issuperset(token)):
+        raise bad_request(f"pushToken must be 1 to {PUSH_TOKEN_MAX} hexadecimal digits")
     return token
 
 
@@ -172,9 +181,14 @@ def update_tag(moment: datetime) -> str:
 
 
 def _moment_of(tag: str | None) -> datetime | None:
-    if not tag or len(tag) > 20 or not tag.isdigit():
-        return None  # a tag we never gave: list every pass, which a device can only re-fetch
-    return _EPOCH + timedelta(microseconds=int(tag))
+    """The moment of a tag we gave; None for any other text (then every pass is listed, which
+    a device can only fetch again): ASCII digits only, and a moment a date can hold."""
+    if not tag or len(tag) > 20 or not (tag.isascii() and tag.isdigit()):
+        return None
+    try:
+        return _EPOCH + timedelta(microseconds=int(tag))
+    except OverflowError:
+        return None
 
 
 def serials_since(session: Session, device_id: str, pass_type_id: str, tag: str | None, *,
@@ -193,13 +207,12 @@ def serials_since(session: Session, device_id: str, pass_type_id: str, tag: str 
     return changed, (update_tag(max(at for _, at in rows)) if changed else None)
 
 
-def last_modified(changed_at: datetime, now: datetime) -> datetime:
-    """The pass's Last-Modified, in whole seconds: the second after its change once that has
-    passed, so that a device sending it back is answered 304 exactly while nothing has changed
-    since (a later change is at or after the moment this answer was made)."""
-    after = changed_at.replace(microsecond=0) + timedelta(seconds=1)
-    return after if after <= now else changed_at.replace(microsecond=0)
+def last_modified(changed_at: datetime) -> datetime:
+    """The pass's Last-Modified: the second of its change (the header holds whole seconds)."""
+    return changed_at.replace(microsecond=0)
 
 
 def modified_since(changed_at: datetime, if_modified_since: datetime | None) -> bool:
-    return if_modified_since is None or changed_at >= if_modified_since
+    """Compared at whole seconds, as the header is: a device sending back the Last-Modified it
+    was given is answered 304 until the pass changes in a later second."""
+    return if_modified_since is None or last_modified(changed_at) > if_modified_since
