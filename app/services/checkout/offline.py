@@ -98,7 +98,8 @@ def record_offline_sale(session: Session, company_id: str, *, terminal: Register
         raise InvalidField(["body", "soldAt"], "more than 5 minutes ahead of the service's clock",
                            "value_error")
     work = UnitOfWork.of(session)
-    (customer_key, customer_value), = customer.items()
+    (customer_key, customer_value), = ((key, value) for key, value in customer.items()
+                                       if value is not None)
     skus = sorted({line["sku"] for line in lines if line.get("sku")})
     ctx = work.run(_CONTEXTS[customer_key][work.postgresql], {
         "company": company_id, "customer": customer_value, "receipt_id": external_receipt_id,
