@@ -7,9 +7,11 @@ from flask.views import MethodView
 from app.api.base import Blueprint
 from app.api.checkout import CHECKOUT, sent
 from app.api.checkout_schemas import SaleResponse
-from app.api.offline_sales_schemas import CreateOfflineSaleRequest
+from app.api.offline_sales_schemas import (REQUEST_EXAMPLE, RESPONSE_EXAMPLE,
+                                           CreateOfflineSaleRequest)
 from app.db import request_session, utcnow
 from app.services.checkout import offline
+from app.services.errors import InvalidField
 
 blp = Blueprint("offline_sales", __name__, url_prefix="/v1",
                 description="Sales made at the register while it was offline")
@@ -20,8 +22,8 @@ class OfflineSales(MethodView):
     @blp.operation("recordOfflineSale", **CHECKOUT, register_of_record=True,
                    errors=("not_found", "subscription_inactive", "receipt_already_committed",
                            "offline_sales_disabled", "offline_sale_too_old"))
-    @blp.arguments(CreateOfflineSaleRequest(), compiled=True)
-    @blp.response(201, SaleResponse)
+    @blp.arguments(CreateOfflineSaleRequest(), compiled=True, example=REQUEST_EXAMPLE)
+    @blp.response(201, SaleResponse, example=RESPONSE_EXAMPLE)
     def post(self, body):
         """Book a sale the register made while it could not reach the service: no redemption,
         the customer's accrual as a commit's.
@@ -43,5 +45,8 @@ class OfflineSales(MethodView):
         `subscription_inactive` while the subscription is stopped. Idempotency-Key required;
         emits `sale.committed`.
         """
+        if g.terminal is None:  # after the body's checks, as a header of the request's own
+            raise InvalidField(["header", "X-Loyalty-Pos-Key"],
+                               "the register that made the sale is required", "missing")
         return sent(offline.record_offline_sale(
             request_session(), g.company_id, terminal=g.terminal, now=utcnow(), **body), 201)

@@ -88,12 +88,9 @@ def _may_name_terminal(pos_key: str | None) -> bool:
 def _terminal(pos_key: str | None, holder: credentials.KeyHolder, of_record: bool):
     """The register's terminal, found together with the key (one round trip); None when the
     request names none. `of_record`: the operation reports what the register did earlier
-    (a sale made offline), so the header is required and the terminal may have been disabled
-    since."""
+    (a sale made offline), so the terminal may have been disabled since (the operation
+    requires the header itself, once its body is read)."""
     if pos_key is None:
-        if of_record:
-            raise InvalidField(["header", "X-Loyalty-Pos-Key"],
-                               "the register that made the sale is required", "missing")
         return None
     if len(pos_key) > POS_KEY_MAX_LENGTH:
         raise InvalidField(["header", "X-Loyalty-Pos-Key"],
