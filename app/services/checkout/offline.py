@@ -8,9 +8,11 @@ percent), the store's catalog flags as now; PENDING until soldAt + accrualDelayD
 spend counts toward tiers at soldAt. Its register is the terminal the request names, in
 whatever state it is now.
 
-One sale per receipt, online or offline: the sale's row goes in by an insert that skips a
-receipt already taken, so a race with an online commit of the same receipt is settled by the
-receipt's unique key in the database, and the loser learns the winner's id.
+One sale per receipt, online or offline: the context names the receipt's sale if it has one
+(a 409 with its id, for the register to reconcile); at the very same moment as another sale
+of the receipt, the receipt's unique key in the database lets one of them commit, and the
+other is the same 409 (its body then without the id: the register finds the sale by its
+receipt, or sends its request again).
 """
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from app.db import conflict_insert
 from app.models import Cashier, Customer, Program, Store, Subscription
 from app.models.base import new_id
 from app.services.checkout import pricing
@@ -81,12 +82,6 @@ def _locked_context(customer_key):
 
 # By the way the customer is named: (SQLite's context, PostgreSQL's).
 _CONTEXTS = {name: (_context(key), _locked_context(key)) for name, key in CUSTOMER_KEYS.items()}
-_NEW_SALE = {name: conflict_insert(name, SALES)
-             .on_conflict_do_nothing(index_elements=[SALES.c.company_id,
-                                                     SALES.c.external_receipt_id])
-             .returning(SALES.c.id) for name in ("postgresql", "sqlite")}
-_SALE_OF_RECEIPT = select(SALES.c.id).where(SALES.c.company_id == bindparam("company"),
-                                            SALES.c.external_receipt_id == bindparam("receipt_id"))
 
 
 def record_offline_sale(session: Session, company_id: str, *, terminal: RegisterTerminal,
@@ -122,13 +117,6 @@ def record_offline_sale(session: Session, company_id: str, *, terminal: Register
         accrual_bp=tiers.customer_accrual_bp(tier_list, account.spend, ctx.accrual_bp),
         redeemed=0)
 
-    def insert(row: dict) -> None:
-        if work.run(_NEW_SALE[work.connection.dialect.name], row).first() is None:
-            # Taken meanwhile (an online commit of the receipt, or another register's send):
-            # the insert waited for it, so it is there to name.
-            raise receipt_committed(work.run(_SALE_OF_RECEIPT, {
-                "company": company_id, "receipt_id": external_receipt_id}).scalar())
-
     return book_sale(work, account, sale={
         "company_id": company_id, "id": new_id(), "checkout_session_id": None,
         "external_receipt_id": external_receipt_id, "customer_id": ctx.customer_id,
@@ -139,7 +127,7 @@ def record_offline_sale(session: Session, company_id: str, *, terminal: Register
         lines=[{"lineId": line["line_id"], "sku": line.get("sku"), "name": line.get("name"),
                 "quantity": line["quantity"], "amount": line["amount"]} for line in lines],
         priced=priced, tier_list=tier_list, spend_before=spend_before,
-        timezone=ctx.timezone, now=now, insert=insert)
+        timezone=ctx.timezone, now=now)
 
 
 def _check(ctx, sold_at: datetime, now: datetime) -> None:

@@ -80,17 +80,6 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
                     sale_id=sale_id, hold_id=captured.id, from_reserved=True)
         redemption_expires_at = lots.earliest_end(account.last_spent)
 
-    def insert(row: dict) -> None:
-        if work.postgresql:
-            # Another sale of the same receipt that committed first fails this at the commit,
-            # where the receipt's unique constraint answers receipt_committed (errors.py).
-            work.defer(INSERT_SALE, row)
-            return
-        try:
-            work.run(INSERT_SALE, row)
-        except IntegrityError:
-            raise receipt_committed() from None
-
     return book_sale(work, account, sale={
         "company_id": company_id, "id": sale_id, "checkout_session_id": session_id,
         "external_receipt_id": ctx.external_receipt_id, "customer_id": ctx.customer_id,
@@ -98,17 +87,29 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
         "accrual_available_at": now + timedelta(days=ctx.accrual_delay_days),
         "committed_at": now, "redemption_expires_at": redemption_expires_at},
         lines=lines, priced=priced, tier_list=tier_list, spend_before=spend_before,
-        timezone=ctx.timezone, now=now, insert=insert)
+        timezone=ctx.timezone, now=now)
+
+
+def insert_sale(work: UnitOfWork, row: dict) -> None:
+    """The sale's row. On PostgreSQL it goes with the commit's writes: another sale of the same
+    receipt (online or offline) that committed first fails it there, where the receipt's
+    unique constraint answers receipt_committed (errors.py)."""
+    if work.postgresql:
+        work.defer(INSERT_SALE, row)
+        return
+    try:
+        work.run(INSERT_SALE, row)
+    except IntegrityError:
+        raise receipt_committed() from None
 
 
 def book_sale(work: UnitOfWork, account, *, sale: dict, lines: list[dict],
               priced: pricing.PricedReceipt, tier_list, spend_before: int, timezone: str | None,
-              now: datetime, insert) -> SaleResource:
+              now: datetime) -> SaleResource:
     """What every sale does once its receipt is priced and its redemption (if any) posted:
     the ACCRUAL, cut to what the account's bound leaves (the sale is made whatever the
     receipt, CONTRACT §6), PENDING until `accrual_available_at`, else ACTIVE at once with its
-    lot living from that moment; the receipt's text; the sale's row (by `insert`) and its
-    lines; `sale.committed`; and its spend toward tiers, counted at `committed_at`, the moment
+    lot living from that moment; the receipt's text; the sale's row and its lines; `sale.committed`; and its spend toward tiers, counted at `committed_at`, the moment
     the sale was made. `sale` holds the row's own columns; `lines` the quote's stored lines."""
     sale_id, sold_at = sale["id"], sale["committed_at"]
     available_at = sale["accrual_available_at"]
@@ -134,7 +135,7 @@ def book_sale(work: UnitOfWork, account, *, sale: dict, lines: list[dict],
         receipt_text=tuple(text), committed_at=now, offline=offline, sold_at=sold_at)
     sale_spend = sum(tiers.line_spend(p.amount, p.discount, line["quantity"], 0)
                      for line, p in zip(lines, priced.lines))
-    insert({**sale, "state": COMMITTED, "total_amount": resource.total_amount,
+    insert_sale(work, {**sale, "state": COMMITTED, "total_amount": resource.total_amount,
             "accrued": resource.accrued, "receipt_text": json.dumps(text, ensure_ascii=False),
             "created_at": now, "spend": sale_spend})
     work.defer(INSERT_SALE_LINES, [
