@@ -108,9 +108,10 @@ def book_sale(work: UnitOfWork, account, *, sale: dict, lines: list[dict],
               now: datetime) -> SaleResource:
     """What every sale does once its receipt is priced and its redemption (if any) posted:
     the ACCRUAL, cut to what the account's bound leaves (the sale is made whatever the
-    receipt, CONTRACT §6), PENDING until `accrual_available_at`, else ACTIVE at once with its
-    lot living from that moment; the receipt's text; the sale's row and its lines; `sale.committed`; and its spend toward tiers, counted at `committed_at`, the moment
-    the sale was made. `sale` holds the row's own columns; `lines` the quote's stored lines."""
+    receipt), PENDING until `accrual_available_at`, else ACTIVE at once with its lot living
+    from that moment; the receipt's text; the sale's row and its lines; `sale.committed`; and
+    its spend toward tiers, counted at `committed_at`, the moment the sale was made. `sale`
+    holds the row's own columns; `lines` the quote's stored lines."""
     sale_id, sold_at = sale["id"], sale["committed_at"]
     available_at = sale["accrual_available_at"]
     pending = available_at > now
