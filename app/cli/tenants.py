@@ -217,11 +217,11 @@ def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_
                    f"hold {program.hold_ttl_seconds} s, otp {program.enrollment_requires_otp}, "
                    f"clawback {program.clawback_policy}, "
                    f"points lifetime {_days(program.points_lifetime_days)}, "
-                   f"expiry reminder {_days(program.expiry_reminder_days)}, welcome "
+                   f"expiry reminder {_days(program.expiry_reminder_days)}, offline sales "
+                   f"{program.offline_sale_window_days} d, welcome "
                    f"{wire.format_amount(program.welcome_bonus)}, birthday "
                    f"{wire.format_amount(program.birthday_bonus)}, tier window "
-                   f"{program.tier_window_days or 'all time'}, offline sales "
-                   f"{program.offline_sale_window_days} d")
+                   f"{program.tier_window_days or 'all time'}")
     click.echo(summary)
 
 
