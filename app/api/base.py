@@ -105,8 +105,9 @@ class Operation:
     # False: the Idempotency-Key may be left out (the request then has no replay protection).
     idempotency_required: bool = True
     key_refused: str | None = None  # why a key would mean nothing here (sent: a 422)
-    # X-Loyalty-Pos-Key required, naming a terminal of the company in whatever state it is
-    # now: what the register did earlier, sent late (a sale made offline).
+    # What the register did earlier, sent late (a sale made offline): X-Loyalty-Pos-Key names
+    # a terminal of the company in whatever state it is now, and is documented as required
+    # (the view requires it, after the body's checks).
     register_of_record: bool = False
 
 
