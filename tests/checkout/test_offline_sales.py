@@ -180,6 +180,9 @@ def test_campaigns_count_as_they_ran_when_the_sale_was_made(client, register, sh
     assert [(item["accrualPercent"], item["campaignId"]) for item in sale["lines"]] == [
         ("10.00", ended["id"]), ("5.00", None)]
     assert sale["accrued"] == "25.00"
+    # A quote now, from the same cached campaigns: the ended one no longer applies.
+    quote = register.quote(register.open(shop.customer())["id"], RECEIPT)
+    assert [item["accrualPercent"] for item in quote["lines"]] == ["5.00", "20.00"]
 
 
 def test_the_sale_counts_toward_tiers_at_when_it_was_made(client, register, shop):
