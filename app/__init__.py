@@ -14,7 +14,8 @@ API_BLUEPRINTS = (
     "app.api.gift_cards", "app.api.cards", "app.api.passkit",
     "app.api.customers", "app.api.otp", "app.api.rewards",
     "app.api.stores", "app.api.terminals", "app.api.cashiers", "app.api.catalog",
-    "app.api.checkout", "app.api.sales", "app.api.campaigns", "app.api.reports",
+    "app.api.checkout", "app.api.offline_sales", "app.api.sales", "app.api.campaigns",
+    "app.api.reports",
 )
 
 

@@ -68,6 +68,13 @@ class CustomerExistsError(ErrorResponse):
     customerId = ma.fields.String(metadata={"description": "Only with customer_exists"})
 
 
+class ReceiptCommittedError(ErrorResponse):
+    """The 409 of a receipt that has its sale already (online or offline): `saleId` names it,
+    so the register can reconcile its own record with the service's."""
+
+    saleId = ma.fields.String(metadata={"description": "Only with receipt_already_committed"})
+
+
 class Parser(FlaskParser):
     DEFAULT_VALIDATION_STATUS = 422
 
@@ -98,6 +105,10 @@ class Operation:
     # False: the Idempotency-Key may be left out (the request then has no replay protection).
     idempotency_required: bool = True
     key_refused: str | None = None  # why a key would mean nothing here (sent: a 422)
+    # What the register did earlier, sent late (a sale made offline): X-Loyalty-Pos-Key names
+    # a terminal of the company in whatever state it is now, and is documented as required
+    # (the view requires it, after the body's checks).
+    register_of_record: bool = False
 
 
 class Blueprint(flask_smorest.Blueprint):
@@ -105,7 +116,8 @@ class Blueprint(flask_smorest.Blueprint):
 
     def operation(self, operation_id: str, *, scope: str | None, idempotency=_BY_METHOD,
                   idempotency_required: bool = True, key_refused: str | None = None,
-                  group: str = "native", errors: tuple[str, ...] = ()):
+                  group: str = "native", errors: tuple[str, ...] = (),
+                  register_of_record: bool = False):
         """Declare an operation: its `operationId` (a camelCase verb: generated clients name
         their functions by it), its scope (None for the public probes and card routes), its
         Idempotency-Key, its `x-group`, and the error codes its own rules answer with
@@ -131,7 +143,8 @@ class Blueprint(flask_smorest.Blueprint):
                 func = idempotent(*key_range, required=required)(func)
             func._operation = Operation(operation_id=operation_id, scope=scope,
                                         idempotency=key_range, group=group, errors=tuple(errors),
-                                        idempotency_required=required, key_refused=key_refused)
+                                        idempotency_required=required, key_refused=key_refused,
+                                        register_of_record=register_of_record)
             return func
 
         return decorator

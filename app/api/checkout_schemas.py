@@ -64,14 +64,21 @@ class CreateQuoteRequest(Schema):
 
     @ma.validates_schema
     def _a_receipt(self, data, **kwargs):
-        line_ids = [line["line_id"] for line in data["lines"]]
-        if len(set(line_ids)) != len(line_ids):
-            raise ma.ValidationError("lineIds must be unique in a receipt", "lines")
-        # Each line is bounded, but a thousand of them are not: no account holds more
-        # than the bound, and no receipt totals more (docs/api.md#money).
-        if sum(line["amount"] for line in data["lines"]) > BALANCE_BOUND:
-            raise ma.ValidationError(
-                f"the lines total more than {format_amount(BALANCE_BOUND)}", "lines")
+        problem = receipt_lines_problem(data["lines"])
+        if problem:
+            raise ma.ValidationError(problem, "lines")
+
+
+def receipt_lines_problem(lines: list[dict]) -> str | None:
+    """What is wrong with a receipt's lines as a whole, if anything."""
+    line_ids = [line["line_id"] for line in lines]
+    if len(set(line_ids)) != len(line_ids):
+        return "lineIds must be unique in a receipt"
+    # Each line is bounded, but a thousand of them are not: no account holds more than the
+    # bound, and no receipt totals more.
+    if sum(line["amount"] for line in lines) > BALANCE_BOUND:
+        return f"the lines total more than {format_amount(BALANCE_BOUND)}"
+    return None
 
 
 class CreateHoldRequest(Schema):
@@ -161,7 +168,9 @@ class SaleLineResponse(ResponseSchema):
 
 class SaleResponse(ResponseSchema):
     id = ma.fields.String(required=True)
-    checkoutSessionId = ma.fields.String(attribute="checkout_session_id", required=True)
+    checkoutSessionId = ma.fields.String(attribute="checkout_session_id", required=True,
+                                         allow_none=True,
+                                         metadata={"description": "null for a sale made offline"})
     externalReceiptId = ma.fields.String(attribute="external_receipt_id", required=True)
     customerId = ma.fields.String(attribute="customer_id", required=True)
     state = Choice("SaleState", SALE_STATES, required=True)
@@ -173,4 +182,9 @@ class SaleResponse(ResponseSchema):
     receiptText = ma.fields.List(ma.fields.String(), attribute="receipt_text", required=True,
                                  metadata={"description": "Lines of at most 40 characters to "
                                            "print: redeemed, accrued, balance after"})
-    committedAt = Timestamp(attribute="committed_at", required=True)
+    committedAt = Timestamp(attribute="committed_at", required=True,
+                            metadata={"description": "When the service received the sale"})
+    offline = ma.fields.Boolean(required=True, metadata={
+        "description": "Made while the register could not reach the service, sent later"})
+    soldAt = Timestamp(attribute="sold_at", required=True, metadata={
+        "description": "When the register made the sale: committedAt for an online sale"})

@@ -40,8 +40,8 @@ class ProgramView(MethodView):
         The settings every quote, commit and return is computed with (docs/api.md#money, #expiry,
         #tiers): accrual and redemption percents as decimal strings, the accrual delay, how long a
         hold lives, whether enrolment needs a confirmed OTP, the clawback policy, points' lifetime
-        and reminder, the welcome and birthday bonuses, and the tiers (by minSpend) with their
-        window.
+        and reminder, the welcome and birthday bonuses, the tiers (by minSpend) with their window,
+        and how many days back a register may send a sale it made offline.
         """
         return json_response(settings.program_as_json(
             companies.get_program(request_session(), g.company_id)), 200)
@@ -67,7 +67,8 @@ class ProgramView(MethodView):
                    "enrollment_requires_otp": body.get("enrollmentRequiresOtp"),
                    "clawback_policy": body.get("clawbackPolicy"),
                    "welcome_bonus": body.get("welcomeBonus"),
-                   "birthday_bonus": body.get("birthdayBonus")}
+                   "birthday_bonus": body.get("birthdayBonus"),
+                   "offline_sale_window_days": body.get("offlineSaleWindowDays")}
         if "tiers" in body:
             changes["tier_list"] = [Tier(item["name"], item["minSpend"], item["accrualPercent"])
                                     for item in body["tiers"]]

@@ -3,6 +3,7 @@ import marshmallow as ma
 from app.api.base import ResponseSchema, Schema
 from app.api.enums import Choice
 from app.api.fields import MAX_AMOUNT, Amount, JsonBoolean, Percent, Text, Timestamp
+from app.services.checkout.offline import LONGEST_WINDOW_DAYS as LONGEST_OFFLINE_SALE_WINDOW_DAYS
 from app.services.rewards import tiers
 from app.services.tenancy.companies import CLAWBACK_POLICIES, SUBSCRIPTION_STATUSES
 from app.services.wire import CURRENCIES
@@ -39,6 +40,10 @@ class ProgramResponse(ResponseSchema):
         attribute="expiry_reminder_days", required=True, allow_none=True,
         metadata={"description": "Days before expiry that reward.expiring is sent (1..90); "
                                  "null: never"})
+    offlineSaleWindowDays = ma.fields.Integer(
+        attribute="offline_sale_window_days", required=True,
+        metadata={"description": "How many days back a register may send a sale it made "
+                                 "offline (0..30); 0: offline sales are refused"})
 
 
 class TierResponse(ResponseSchema):
@@ -84,6 +89,9 @@ class UpdateProgramRequest(Schema):
                                            validate=ma.validate.Range(1, 90),
                                            metadata={"description": "null: no reward.expiring",
                                                      "example": 7})
+    offlineSaleWindowDays = ma.fields.Integer(
+        strict=True, validate=ma.validate.Range(0, LONGEST_OFFLINE_SALE_WINDOW_DAYS),
+        metadata={"description": "0: offline sales are refused", "example": 7})
 
     @ma.validates_schema
     def _at_least_one(self, data, **_kwargs):

@@ -12,7 +12,8 @@ import re
 
 from flask import Flask
 
-from app.api.base import Api, CustomerExistsError, ErrorResponse, HTTPValidationError, operations
+from app.api.base import (Api, CustomerExistsError, ErrorResponse, HTTPValidationError,
+                          ReceiptCommittedError, operations)
 from app.api.error_codes import ERROR_CODES, status_of
 from app.api.examples import add_examples
 from app.web.auth import BODY_METHODS, POS_KEY_MAX_LENGTH
@@ -23,8 +24,10 @@ AUTHENTICATED = ("missing_api_key", "invalid_api_key", "insufficient_scope", "te
                  "rate_limited")
 WITH_BODY = ("bad_request", "payload_too_large", "unsupported_media_type")
 # An error body with more than {detail, code}, by the code that brings it, and its example.
-ERROR_BODIES = {"customer_exists": CustomerExistsError}
-ERROR_EXTRAS = {"customer_exists": {"customerId": "6f1c2b9e-3d4a-4f5b-8c7d-9e0f1a2b3c4d"}}
+ERROR_BODIES = {"customer_exists": CustomerExistsError,
+                "receipt_already_committed": ReceiptCommittedError}
+ERROR_EXTRAS = {"customer_exists": {"customerId": "6f1c2b9e-3d4a-4f5b-8c7d-9e0f1a2b3c4d"},
+                "receipt_already_committed": {"saleId": "0d3c9f4e-58b1-4a27-9c6e-2f8a7b1d5e90"}}
 POS_KEY_HEADER = {"in": "header", "name": "X-Loyalty-Pos-Key", "required": False,
                   "description": "The register's terminal (its posKey)",
                   "schema": {"type": "string", "maxLength": POS_KEY_MAX_LENGTH}}
@@ -104,7 +107,7 @@ def validation_response() -> dict:
 
 def _register_components(api: Api, app: Flask) -> None:
     components = api.spec.components
-    for schema in (HTTPValidationError, CustomerExistsError):
+    for schema in (HTTPValidationError, CustomerExistsError, ReceiptCommittedError):
         if schema.__name__ not in components.schemas:
             components.schema(schema.__name__, schema=schema)
     for name, header in HEADERS.items():
@@ -143,7 +146,10 @@ def document_operations(api: Api, app: Flask) -> None:
         doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
                     "security": [{"bearerAuth": []}]})
         parameters = doc.setdefault("parameters", [])
-        parameters.append(POS_KEY_HEADER)
+        parameters.append({**POS_KEY_HEADER, "required": True,
+                           "description": "The register that made the sale, a terminal of the "
+                                          "company in whatever state it is now"}
+                          if operation.register_of_record else POS_KEY_HEADER)
         if operation.idempotency:
             low, high = operation.idempotency
             parameters.append({"in": "header", "name": "Idempotency-Key",

@@ -22,7 +22,11 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "terminal_limit_reached": (409, "an ACTIVE terminal beyond the registerLimit"),
     "pos_key_in_use": (409, "another terminal of the company has this posKey"),
     "return_exceeds_sale": (409, "more of a line than is left of it"),
-    "receipt_already_committed": (409, "the receipt has a committed sale"),
+    "receipt_already_committed": (409, "the receipt has a committed sale, online or offline; "
+                                       "the body has its saleId"),
+    "offline_sale_too_old": (409, "soldAt is older than the program's offlineSaleWindowDays"),
+    "offline_sales_disabled": (409, "the program's offlineSaleWindowDays is 0: offline sales "
+                                    "are refused"),
     "campaign_limit_reached": (409, "a campaign created or resumed beyond the company's 100 "
                                     "live ones (active and not ended)"),
     "idempotency_key_in_use": (409, "a request with this Idempotency-Key is still running"),

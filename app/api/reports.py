@@ -137,8 +137,9 @@ class RegisterTotals(MethodView):
     def get(self, args, timeout_seconds: int):
         """The shift reconciliation: sales and returns by store, terminal, cashier or day.
 
-        For each group, the sales committed in the period (Moscow days `from` to `to`), those
-        with a customer, their amount (lines' amount − discount), the bonuses redeemed and
+        For each group, the sales made in the period (Moscow days `from` to `to`; a sale made
+        offline counts at its `soldAt`, under its register), those with a customer, those made
+        offline, their amount (lines' amount − discount), the bonuses redeemed and
         accrued; and the returns made in the period, counted in their sale's group (by day:
         the return's day), the money they refunded and the bonuses they took back. Narrowed to
         a store, terminal or cashier by `storeId`, `terminalId`, `cashierId`. Sorted by key,

@@ -100,6 +100,8 @@ class RegisterGroup(ResponseSchema):
     name = ma.fields.String(required=True, allow_none=True)
     sales = ma.fields.Integer(required=True)
     loyaltySales = ma.fields.Integer(attribute="loyalty_sales", required=True)
+    offlineSales = ma.fields.Integer(attribute="offline_sales", required=True, metadata={
+        "description": "Those made while the register was offline, counted at their soldAt"})
     amount = Amount(required=True, metadata={"description": "Σ of the lines' amount − discount"})
     discount = Amount(required=True, metadata={"description": "Bonuses redeemed"})
     accrued = Amount(required=True)

@@ -13,6 +13,7 @@ from app.cli.errors import refuse
 from app.cli.session import existing_company, operator_session
 from app.db import utcnow
 from app.services import wire
+from app.services.checkout.offline import LONGEST_WINDOW_DAYS as LONGEST_OFFLINE_WINDOW_DAYS
 from app.services.program import settings
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
@@ -186,10 +187,12 @@ def _credential_anywhere(session, credential_id):
               help="days a credit's points live before they expire (1..3650); none: never")
 @click.option("--expiry-reminder-days", metavar="N|none",
               help="days before points expire that reward.expiring is sent (1..90); none: never")
+@click.option("--offline-sale-window-days", type=click.IntRange(0, LONGEST_OFFLINE_WINDOW_DAYS),
+              help="days back a register may send a sale it made offline (0: refused)")
 def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_days,
                  hold_ttl_seconds, enrollment_requires_otp, clawback_policy, welcome_bonus,
                  birthday_bonus, tier_window_days, points_lifetime_days,
-                 expiry_reminder_days):
+                 expiry_reminder_days, offline_sale_window_days):
     """Change a company's loyalty program (emits program.updated)."""
     with operator_session() as session:
         existing_company(session, company_id)
@@ -206,14 +209,16 @@ def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_
             points_lifetime_days=_days_or_none(points_lifetime_days, "--points-lifetime-days",
                                                companies.LONGEST_POINTS_LIFETIME_DAYS),
             expiry_reminder_days=_days_or_none(expiry_reminder_days, "--expiry-reminder-days",
-                                               companies.LONGEST_EXPIRY_REMINDER_DAYS))
+                                               companies.LONGEST_EXPIRY_REMINDER_DAYS),
+            offline_sale_window_days=offline_sale_window_days)
 
         summary = (f"accrual {wire.format_percent(program.accrual_bp)}%, max redeem "
                    f"{wire.format_percent(program.max_redeem_bp)}%, delay {program.accrual_delay_days} d, "
                    f"hold {program.hold_ttl_seconds} s, otp {program.enrollment_requires_otp}, "
                    f"clawback {program.clawback_policy}, "
                    f"points lifetime {_days(program.points_lifetime_days)}, "
-                   f"expiry reminder {_days(program.expiry_reminder_days)}, welcome "
+                   f"expiry reminder {_days(program.expiry_reminder_days)}, offline sales "
+                   f"{program.offline_sale_window_days} d, welcome "
                    f"{wire.format_amount(program.welcome_bonus)}, birthday "
                    f"{wire.format_amount(program.birthday_bonus)}, tier window "
                    f"{program.tier_window_days or 'all time'}")

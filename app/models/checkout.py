@@ -95,16 +95,24 @@ class Sale(TenantMixin, Base):
         Index("ix_sales_company_committed", "company_id", "committed_at"),
     )
 
-    checkout_session_id: Mapped[str] = mapped_column(String(36))
+    # Null on a sale made offline (sent later, without a session or a quote).
+    checkout_session_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     external_receipt_id: Mapped[str] = mapped_column(String(128))
     customer_id: Mapped[str] = mapped_column(String(36))
-    quote_id: Mapped[str] = mapped_column(String(36))
+    quote_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     state: Mapped[str] = mapped_column(String(30), default=COMMITTED)
     total_amount: Mapped[int] = mapped_column(Money)
     redeemed: Mapped[int] = mapped_column(Money)
     accrued: Mapped[int] = mapped_column(Money)
     accrual_available_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # When the sale was made, what the tier window and the reports count it by: its commit,
+    # or an offline sale's `soldAt`. An offline sale's `created_at` is when the service
+    # received it (its `committedAt`); an online sale's is its commit.
     committed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # An offline sale's register, which an online sale reaches through its session.
+    terminal_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    store_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    cashier_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
     # What the sale adds to the customer's tier spend now (docs/api.md#tiers): Σ per line of
     # floor((amount − discount) × (quantity − returned) / quantity).
     spend: Mapped[int] = mapped_column(Money, default=0)

@@ -48,6 +48,8 @@ class Program(TenantMixin, Base):
     # docs/api.md#expiry: null lifetime, points never expire; null reminder, no reward.expiring.
     points_lifetime_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
     expiry_reminder_days: Mapped[int | None] = mapped_column(Integer, nullable=True, default=7)
+    # How many days back a sale made offline may be sent (0: offline sales are refused).
+    offline_sale_window_days: Mapped[int] = mapped_column(Integer, default=7)
 
 
 class Subscription(TenantMixin, Base):

@@ -55,7 +55,8 @@ def authenticate_request(req: Request, state) -> None:
         raise Forbidden(f"this key lacks the scope {operation.scope}", code="insufficient_scope",
                         scope=operation.scope)
     _check_body(req, app.config["MAX_CONTENT_LENGTH"])
-    state.terminal = _terminal(pos_key, holder)
+    state.terminal = _terminal(pos_key, holder, operation is not None
+                               and operation.register_of_record)
 
 
 def _check_body(req: Request, limit: int) -> None:
@@ -75,15 +76,20 @@ def _may_name_terminal(pos_key: str | None) -> bool:
     return pos_key is not None and len(pos_key) <= POS_KEY_MAX_LENGTH and "\x00" not in pos_key
 
 
-def _terminal(pos_key: str | None, holder: credentials.KeyHolder):
+def _terminal(pos_key: str | None, holder: credentials.KeyHolder, of_record: bool):
     """The register's terminal, found together with the key (one round trip); None when the
-    request names none."""
+    request names none. `of_record`: the operation reports what the register did earlier
+    (a sale made offline), so the terminal may have been disabled since (the operation
+    requires the header itself, once its body is read)."""
     if pos_key is None:
         return None
     if len(pos_key) > POS_KEY_MAX_LENGTH:
         raise InvalidField(["header", "X-Loyalty-Pos-Key"],
                            f"at most {POS_KEY_MAX_LENGTH} characters", "string_too_long")
     if holder.terminal is None:
+        raise Forbidden("X-Loyalty-Pos-Key names no terminal of this company",
+                        code="terminal_inactive")
+    if not (holder.terminal.active or of_record):
         raise Forbidden("X-Loyalty-Pos-Key names no active terminal of this company",
                         code="terminal_inactive")
     return holder.terminal

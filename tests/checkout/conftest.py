@@ -230,6 +230,14 @@ class Register:
         body = {"lines": [{"lineId": line_id, "quantity": quantity} for line_id, quantity in lines]}
         return self.call("POST", f"/v1/sales/{sale_id}/returns", body, expect=expect).get_json()
 
+    def offline(self, customer: dict, lines: list[dict], sold_at: str, receipt: str | None = None,
+                *, key: str | None = None, expect: int | None = 201, **more):
+        """A sale made offline, sent now; `customer` names them ({"customerId": …} or
+        phone, cardNumber)."""
+        body = {"externalReceiptId": receipt or f"R-{uuid.uuid4().hex[:12]}", "soldAt": sold_at,
+                "customer": customer, "lines": lines, **more}
+        return self.call("POST", "/v1/offline-sales", body, key=key, expect=expect).get_json()
+
     def lookup(self, receipt: str, *, expect: int | None = 200):
         response = self.client.get(f"/v1/sales/by-external-receipt/{receipt}",
                                    headers=self.shop.tenant.headers())

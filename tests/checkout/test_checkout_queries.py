@@ -159,3 +159,39 @@ def test_below_the_views_the_registers_requests_read_no_proxy(app, register, cou
     ours = {Path(name).relative_to(ROOT).as_posix() for name in readers
             if Path(name).is_relative_to(ROOT / "app")}
     assert readers and ours <= {"app/api/checkout.py"}, ours
+
+
+def test_a_sale_made_offline_costs_no_more_than_a_commit(app, register, counted, monkeypatch):
+    """The register that comes back with its queue sends them one after another: each sent
+    sale costs no more statements (round trips on PostgreSQL) than a commit without a hold,
+    whether its accrual waits or is active at once (a lot), with the cashier known and no ORM
+    session."""
+    from datetime import timedelta
+
+    from app.db import utcnow
+    from app.services.sessions import WorkSession
+    from app.services.wire import format_timestamp
+
+    customer, measure, results = counted
+    cashier = {"externalId": "C", "name": "Olga"}
+    register.open(customer, cashier=cashier)  # the key's touch; a known cashier
+    # A commit without a hold: what an offline sale is booked as (it redeems nothing).
+    session = register.open(customer, "R-4", cashier=cashier)
+    quote = register.quote(session["id"], RECEIPT, redeem="0.00")
+    measure("commit", lambda: register.commit(session["id"], quote["id"]))
+    # The program's delay is 7 days: the second sale's accrual is active at once.
+    register.shop.program(accrual_delay_days=7, offline_sale_window_days=30)
+    made = []
+    original = WorkSession.__init__
+    monkeypatch.setattr(WorkSession, "__init__",
+                        lambda self, *a, **k: (made.append(1), original(self, *a, **k))[1])
+    for name, days in (("pending", 0), ("active", 8)):
+        sold_at = format_timestamp(utcnow() - timedelta(days=days, minutes=5))
+        measure(name, lambda: register.offline({"customerId": customer}, RECEIPT, sold_at,
+                                               cashier=cashier))
+    counts = {name: len(seen) for name, seen in results.items()}
+    postgresql = app.extensions["engine"].dialect.name == "postgresql"
+    ceiling = (ROUND_TRIPS if postgresql else STATEMENTS)["commit"]
+    assert counts["pending"] <= counts["commit"] <= ceiling, counts
+    assert counts["active"] <= counts["commit"], counts
+    assert made == []

@@ -36,7 +36,7 @@ def test_a_day_at_the_register_in_every_report(client, tenant, shop, register):
                                                         "groupBy": "terminal"}).get_json()
     assert registers["items"] == [{
         "key": shop.terminal_id, "name": "Register 1", "sales": 1, "loyaltySales": 1,
-        "amount": "1450.00", "discount": "50.00", "accrued": bought["accrued"], "returns": 1,
+        "offlineSales": 0, "amount": "1450.00", "discount": "50.00", "accrued": bought["accrued"], "returns": 1,
         # a third of line 2's 500.00 − its discount share
         "returnedAmount": _third_of_net(bought, "2"),
         "clawedBack": _clawed(bought, "2")}]
@@ -205,9 +205,9 @@ def test_csv_when_accept_prefers_it(client, tenant, shop, register):
     assert response.headers["Content-Disposition"] == (
         f'attachment; filename="registers-{day}-{day}.csv"')
     rows = list(csv.reader(io.StringIO(response.get_data().decode("utf-8-sig"))))
-    assert rows[0] == ["key", "name", "sales", "loyaltySales", "amount", "discount", "accrued",
-                       "returns", "returnedAmount", "clawedBack"]
-    assert rows[1][:5] == [shop.store_id, "Corner shop", "1", "1", "12.50"]
+    assert rows[0] == ["key", "name", "sales", "loyaltySales", "offlineSales", "amount",
+                       "discount", "accrued", "returns", "returnedAmount", "clawedBack"]
+    assert rows[1][:6] == [shop.store_id, "Corner shop", "1", "1", "0", "12.50"]
     assert len(rows) == 2
 
     figures = report(client, tenant, "liability", accept="text/csv")

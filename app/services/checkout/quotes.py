@@ -38,16 +38,16 @@ def _restriction(ctx, now: datetime, available: int,
 _NOT_IN_CATALOG = (True, True, None)
 
 
-def _catalog_items(work: UnitOfWork, company_id: str, ctx,
-                   skus: list[str]) -> dict[str, tuple[bool, bool, str | None]]:
-    """sku → (redeemable, accruable, category) of the store's catalog: read with the context
-    on PostgreSQL (statements.QUOTED), here on SQLite."""
-    if ctx.store_id is None or not skus:
+def catalog_items(work: UnitOfWork, company_id: str, store_id: str | None, read,
+                  skus: list[str]) -> dict[str, tuple[bool, bool, str | None]]:
+    """sku → (redeemable, accruable, category) of the store's catalog: `read` with the
+    operation's context on PostgreSQL (statements.catalog_of_store), here on SQLite."""
+    if store_id is None or not skus:
         return {}
     if work.postgresql:
-        rows = ctx.catalog or ()
+        rows = read or ()
     else:
-        rows = work.run(CATALOG_FLAGS, {"company": company_id, "store_id": ctx.store_id,
+        rows = work.run(CATALOG_FLAGS, {"company": company_id, "store_id": store_id,
                                         "skus": skus})
     return {sku: (redeemable, accruable, category) for sku, redeemable, accruable, category in rows}
 
@@ -61,7 +61,10 @@ def _needs_lock(ctx, now: datetime, touched: bool) -> bool:
             or spend.needs_refresh(ctx, ctx, now))
 
 
-def _receipt(lines: list[dict], items: dict, running: tuple[matching.LiveCampaign, ...]):
+def receipt_lines(lines: list[dict], items: dict,
+                  running: tuple[matching.LiveCampaign, ...]) -> list[pricing.ReceiptLine]:
+    """The request's lines as the money rules take them: each with its catalog flags and the
+    best of the `running` campaigns that covers it."""
     found = [items.get(line.get("sku"), _NOT_IN_CATALOG) for line in lines]
     best = matching.best_for_lines(
         running, [(line.get("sku"), category) for line, (_, _, category) in zip(lines, found)])
@@ -91,7 +94,8 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
     else:
         raise Conflict("the checkout session is changing; try again")
 
-    items = _catalog_items(work, company_id, ctx, skus)
+    items = catalog_items(work, company_id, ctx.store_id,
+                          ctx.catalog if work.postgresql else None, skus)
     available, customer_spend = ctx.available, ctx.spend
     tier_list = tiers.from_stored(ctx.tiers)
     if _needs_lock(ctx, now, touched):
@@ -102,7 +106,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
         available, customer_spend = account.available, account.spend
 
     campaigns = matching.live_campaigns(work, company_id, ctx.campaigns_version, now)
-    receipt = _receipt(lines, items, campaigns.running(ctx.store_id, now))
+    receipt = receipt_lines(lines, items, campaigns.running(ctx.store_id, now))
     reason = _restriction(ctx, now, available, receipt)
     priced = pricing.price_receipt(
         receipt, max_redeem_bp=ctx.max_redeem_bp,

@@ -109,7 +109,7 @@ class SaleLineResource:
 @dataclass(frozen=True)
 class SaleResource:
     id: str
-    checkout_session_id: str
+    checkout_session_id: str | None  # None: made offline
     external_receipt_id: str
     customer_id: str
     state: str
@@ -119,7 +119,9 @@ class SaleResource:
     accrual_available_at: datetime
     lines: tuple[SaleLineResource, ...]
     receipt_text: tuple[str, ...]
-    committed_at: datetime
+    committed_at: datetime  # when the service received it
+    offline: bool = False
+    sold_at: datetime | None = None  # when the register made it; None: at committed_at
 
     def as_json(self) -> dict:
         return {"id": self.id, "checkoutSessionId": self.checkout_session_id,
@@ -128,7 +130,9 @@ class SaleResource:
                 "redeemed": format_amount(self.redeemed), "accrued": format_amount(self.accrued),
                 "accrualAvailableAt": format_timestamp(self.accrual_available_at),
                 "lines": [line.as_json() for line in self.lines],
-                "receiptText": list(self.receipt_text), "committedAt": format_timestamp(self.committed_at)}
+                "receiptText": list(self.receipt_text), "committedAt": format_timestamp(self.committed_at),
+                "offline": self.offline,
+                "soldAt": format_timestamp(self.sold_at or self.committed_at)}
 
 
 @dataclass(frozen=True)

@@ -108,13 +108,10 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
         raise NotFound("store")
     if found.customer_id is None:
         raise NotFound("customer")
-    if found.sale_id is not None:
+    if found.sale_id is not None:  # online or offline: the register reconciles with saleId
         raise Conflict("this receipt already has a committed sale",
-                       code="receipt_already_committed")
-    cashier_id = found.cashier_id
-    if cashier is not None and (cashier_id is None or found.cashier_name != cashier["name"]):
-        cashier_id = stores.upsert_cashier(session, company_id, cashier["external_id"],
-                                           cashier["name"], now).id  # new, or renamed
+                       code="receipt_already_committed", saleId=found.sale_id)
+    cashier_id = cashier_of(session, company_id, found, cashier, now)
     row = CheckoutSessionResource(
         id=new_id(), external_receipt_id=external_receipt_id, customer_id=customer_id,
         terminal_id=terminal_id, store_id=store_id, cashier_id=cashier_id, state=OPEN,
@@ -123,3 +120,15 @@ def create_session(session: Session, company_id: str, *, external_receipt_id: st
                                 "latest_quote_id": None})
     return row
 
+
+
+def cashier_of(session: Session, company_id: str, found, cashier: dict | None,
+               now: datetime) -> str | None:
+    """The catalog's id of the register's `cashier` block: as `found` read it with the
+    operation's checks (cashier_id, cashier_name), else entered (new, or renamed)."""
+    if cashier is None:
+        return found.cashier_id
+    if found.cashier_id is None or found.cashier_name != cashier["name"]:
+        return stores.upsert_cashier(session, company_id, cashier["external_id"],
+                                     cashier["name"], now).id
+    return found.cashier_id

@@ -132,14 +132,19 @@ def state_move(*where, from_seen: bool = True, also=None, **values) -> StateMove
                      select(context, exists(select(moved.c.id)).label("moved"), *more))
 
 
-def _catalog_flags(context, moved):
-    """The quote's lines in the session's store's catalog, as CATALOG_FLAGS reads them: a
-    JSON list of [sku, redeemable, accruable, category], NULL when none is there."""
+def catalog_of_store(store_id):
+    """The receipt's lines (`skus`) in the store's catalog, as CATALOG_FLAGS reads them, for
+    a statement of PostgreSQL's: a JSON list of [sku, redeemable, accruable, category], NULL
+    when none is there."""
     rows = (select(func.json_agg(func.json_build_array(*CATALOG_FLAGS.selected_columns)))
-            .where(CATALOG.c.company_id == bindparam("company"),
-                   CATALOG.c.store_id == context.c.store_id,
+            .where(CATALOG.c.company_id == bindparam("company"), CATALOG.c.store_id == store_id,
                    CATALOG.c.sku.in_(bindparam("skus", expanding=True))))
-    return (rows.scalar_subquery().label("catalog"),)
+    return rows.scalar_subquery().label("catalog")
+
+
+def _catalog_flags(context, moved):
+    """The quote's lines in the session's store's catalog."""
+    return (catalog_of_store(context.c.store_id),)
 
 
 # State moves: each takes the session's row lock and succeeds only from the state read.
@@ -165,10 +170,17 @@ def lock_once_moved(context, moved):
     LOCKED_NAMES (sessions.locked_account reads them back). A row lock taken in a statement
     returns the row's latest version, as LOCK's own does; whatever else is read under the lock
     (the lots) is read by statements after it."""
+    return lock_account(select(context.c.customer_id).scalar_subquery(),
+                        exists(select(moved.c.id)))
+
+
+def lock_account(customer_id, *only_if):
+    """The account of `customer_id` (the customer's id, as an expression of the statement)
+    under its row lock, taken in that statement when `only_if` holds: LOCKED_COLUMNS, each
+    named as in LOCKED_NAMES."""
     locked = (select(*LOCKED_COLUMNS)
               .where(_ACCOUNTS.c.company_id == bindparam("company"),
-                     _ACCOUNTS.c.customer_id == select(context.c.customer_id).scalar_subquery(),
-                     exists(select(moved.c.id)))
+                     _ACCOUNTS.c.customer_id == customer_id, *only_if)
               .with_for_update(of=_ACCOUNTS).cte("locked"))
     return tuple(select(column).scalar_subquery().label(name)
                  for column, name in zip(locked.c, LOCKED_NAMES))

@@ -84,12 +84,13 @@ def place_directory(session: Session, company_id: str) -> list[dict]:
 
 @dataclass(frozen=True)
 class RegisterTerminal:
-    """The active terminal a register's X-Loyalty-Pos-Key names (found with its API key)."""
+    """The terminal a register's X-Loyalty-Pos-Key names (found with its API key)."""
 
     id: str
     store_id: str
     name: str
     pos_key: str
+    active: bool = True
 
 
 def get_terminal(session: Session, company_id: str, terminal_id: str, *,

@@ -61,17 +61,20 @@ Line = tuple  # (sku, category): either may be None
 
 
 class CompanyCampaigns:
-    """One company's active campaigns not yet ended, best first, each with its own sets."""
+    """One company's active campaigns that had not ended at `since`, best first, each with
+    its own sets."""
 
-    __slots__ = ("version", "campaigns", "narrowings", "size")
+    __slots__ = ("version", "campaigns", "narrowings", "size", "since")
 
-    def __init__(self, version: int, campaigns: tuple[LiveCampaign, ...], size: int):
+    def __init__(self, version: int, campaigns: tuple[LiveCampaign, ...], size: int,
+                 since: datetime | None = None):
         self.version, self.campaigns, self.size = version, campaigns, size
         self.narrowings = {campaign.id: campaign.narrowing for campaign in campaigns}
+        self.since = since  # None: holds every campaign there is (NO_CAMPAIGNS)
 
     def running(self, store_id: str | None, now: datetime) -> tuple[LiveCampaign, ...]:
-        """The campaigns that apply to a quote made now at the store, best first (one naming
-        stores never applies to a session without a store)."""
+        """The campaigns that apply to a sale made at `now` at the store, best first (one
+        naming stores never applies to a session without a store)."""
         return tuple(campaign for campaign in self.campaigns
                      if campaign.starts_at <= now < campaign.ends_at
                      and (not campaign.narrowing.stores or store_id in campaign.narrowing.stores))
@@ -141,13 +144,14 @@ def _strings_bound(text: str, count: int) -> int:
     return 4 * len(text) + count * sys.getsizeof("\U0001F600")
 
 
-def build(version: int, rows, narrowings: dict[str, Narrowing]) -> CompanyCampaigns:
+def build(version: int, rows, narrowings: dict[str, Narrowing],
+          since: datetime | None = None) -> CompanyCampaigns:
     """The entry from the _LIVE rows (best first) and their campaigns' narrowings (a campaign
     without one is gone from the database: it applies to nothing)."""
     campaigns = tuple(LiveCampaign(row.id, row.starts_at, row.ends_at, row.accrual_bp,
                                    narrowings[row.id])
                       for row in rows if row.id in narrowings)
-    entry = CompanyCampaigns(version, campaigns, 0)
+    entry = CompanyCampaigns(version, campaigns, 0, since)
     entry.size = (sys.getsizeof(entry) + sys.getsizeof(campaigns)
                   + sys.getsizeof(entry.narrowings) + sum(map(_campaign_bytes, campaigns)))
     return entry
@@ -162,17 +166,20 @@ def _campaign_bytes(campaign: LiveCampaign) -> int:
 _cache: BoundedCache[CompanyCampaigns] = BoundedCache(CAMPAIGN_CACHE_BYTES)
 
 
-def live_campaigns(work: UnitOfWork, company_id: str, version: int,
-                   now: datetime) -> CompanyCampaigns:
-    """The company's active campaigns not yet ended: from the cache while `version` is the
-    one they were read at, else their small columns again and the lists only of campaigns
-    the company's previous entry did not hold."""
+def live_campaigns(work: UnitOfWork, company_id: str, version: int, now: datetime,
+                   since: datetime | None = None) -> CompanyCampaigns:
+    """The company's active campaigns not yet ended at `since` (default: now): from the
+    cache while `version` is the one they were read at and the entry reaches that far back,
+    else their small columns again and the lists only of campaigns the company's previous
+    entry did not hold. A sale made earlier and sent late (offline) asks for the campaigns
+    that ran when it was made, some of which may have ended since."""
     if version == 0:  # no campaign was ever made
         return NO_CAMPAIGNS
+    since = now if since is None else since
     cached = _cache.get(company_id, version)
-    if cached is not None:
+    if cached is not None and cached.since <= since:
         return cached
-    rows = work.run(_LIVE, {"company": company_id, "now": now}).all()
+    rows = work.run(_LIVE, {"company": company_id, "now": since}).all()
     previous = _cache.latest(company_id)
     narrowings = previous.narrowings if previous is not None else {}
     unread = [row.id for row in rows if row.id not in narrowings]
@@ -180,6 +187,6 @@ def live_campaigns(work: UnitOfWork, company_id: str, version: int,
         narrowings = narrowings | {
             row.id: narrowing(row.skus, row.categories, row.store_ids)
             for row in work.run(_LISTS, {"company": company_id, "ids": unread})}
-    entry = build(version, rows, narrowings)
+    entry = build(version, rows, narrowings, since)
     _cache.put(company_id, entry)
     return entry

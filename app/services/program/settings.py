@@ -31,7 +31,8 @@ def program_as_json(program: Program) -> dict:
             "tiers": tiers.as_json(tiers.from_stored(program.tiers)),
             "tierWindowDays": program.tier_window_days,
             "pointsLifetimeDays": program.points_lifetime_days,
-            "expiryReminderDays": program.expiry_reminder_days}
+            "expiryReminderDays": program.expiry_reminder_days,
+            "offlineSaleWindowDays": program.offline_sale_window_days}
 
 
 def change_program(session: Session, company_id: str, *, now: datetime,

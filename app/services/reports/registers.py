@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from itertools import groupby
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from app.models import Cashier, CheckoutSession, Return, Sale, SaleLine, Store, Terminal
@@ -13,13 +13,15 @@ from app.services.reports.periods import DAY, Period, as_int, moscow_period, sna
 from app.services.rewards.tiers import line_spend
 
 GROUPS = ("store", "terminal", "cashier", "day")
-FIELDS = ("sales", "loyalty_sales", "amount", "discount", "accrued", "returns",
+FIELDS = ("sales", "loyalty_sales", "offline_sales", "amount", "discount", "accrued", "returns",
           "returned_amount", "clawed_back")
 
 _SALES, _SESSIONS, _RETURNS = Sale.__table__, CheckoutSession.__table__, Return.__table__
 _LINES = SaleLine.__table__
-_WHERE = {"store": _SESSIONS.c.store_id, "terminal": _SESSIONS.c.terminal_id,
-          "cashier": _SESSIONS.c.cashier_id}
+# A sale's register: its session's, or, made offline (no session), its own.
+_WHERE = {name: func.coalesce(_SESSIONS.c[column], _SALES.c[column])
+          for name, column in (("store", "store_id"), ("terminal", "terminal_id"),
+                               ("cashier", "cashier_id"))}
 _NAMED = {"store": Store, "terminal": Terminal, "cashier": Cashier}
 _SALES_A_BATCH = 500
 
@@ -28,8 +30,9 @@ def register_totals(session: Session, company_id: str, period: Period, group_by:
                     only: dict[str, str], *, timeout_seconds: int | None = None) -> list[dict]:
     """One item per group with sales or returns in the period, sorted by key (null last).
     `only` narrows to a store, terminal and/or cashier ({"store": id, …}): the sale's.
-    A sale counts in the period it was committed in; a return in the period it was made in,
-    in its sale's group (with `day`, the return's own day)."""
+    A sale counts in the period it was made in (an offline sale's soldAt: its committed_at);
+    a return in the period it was made in, in its sale's group (with `day`, the return's own
+    day)."""
     snapshot(session, timeout_seconds)
     groups: dict[str | None, dict] = {}
 
@@ -39,8 +42,9 @@ def register_totals(session: Session, company_id: str, period: Period, group_by:
     sale_key = (moscow_period(_SALES.c.committed_at, DAY) if group_by == DAY
                 else _WHERE[group_by])
     narrowed = [_WHERE[name] == value for name, value in only.items()]
-    for key, sales, loyalty, amount, discount, accrued in session.execute(
+    for key, sales, loyalty, offline, amount, discount, accrued in session.execute(
             select(sale_key, func.count(), func.count(_SALES.c.customer_id),
+                   func.count(case((_SALES.c.checkout_session_id.is_(None), 1))),
                    func.sum(_SALES.c.total_amount - _SALES.c.redeemed),
                    func.sum(_SALES.c.redeemed), func.sum(_SALES.c.accrued))
             .select_from(_of_session(_SALES))
@@ -48,7 +52,8 @@ def register_totals(session: Session, company_id: str, period: Period, group_by:
                    _SALES.c.committed_at < period.end, *narrowed)
             .group_by(sale_key)):
         totals = group(key)
-        totals.update(sales=sales, loyalty_sales=loyalty, amount=as_int(amount),
+        totals.update(sales=sales, loyalty_sales=loyalty, offline_sales=offline,
+                      amount=as_int(amount),
                       discount=as_int(discount), accrued=as_int(accrued))
     return_key = (moscow_period(_RETURNS.c.created_at, DAY) if group_by == DAY
                   else _WHERE[group_by])
@@ -65,8 +70,8 @@ def register_totals(session: Session, company_id: str, period: Period, group_by:
 def _of_session(table):
     sales = table.join(_SALES, (_SALES.c.company_id == table.c.company_id)
                        & (_SALES.c.id == table.c.sale_id)) if table is not _SALES else _SALES
-    return sales.join(_SESSIONS, (_SESSIONS.c.company_id == _SALES.c.company_id)
-                      & (_SESSIONS.c.id == _SALES.c.checkout_session_id))
+    return sales.outerjoin(_SESSIONS, (_SESSIONS.c.company_id == _SALES.c.company_id)
+                           & (_SESSIONS.c.id == _SALES.c.checkout_session_id))
 
 
 def _returned(session: Session, company_id: str, period: Period, key, narrowed):

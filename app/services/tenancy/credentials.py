@@ -94,7 +94,7 @@ def revoke_credential(session: Session, company_id: str, credential_id: str, *, 
 @dataclass(frozen=True)
 class KeyHolder:
     """What a request needs of its credential: who, what it may do, and from which register
-    (when the request named one and it is an active terminal of the company)."""
+    (when the request named one and it is a terminal of the company, active or not)."""
 
     company_id: str
     credential_id: str
@@ -121,9 +121,9 @@ _BY_DIGEST = select(*_CREDENTIAL).select_from(_MATCHED).join(ApiCredential, _MAT
 _BY_DIGEST_AT_REGISTER = select(
     *_CREDENTIAL, Terminal.id.label("terminal_id"), Terminal.store_id.label("terminal_store_id"),
     Terminal.name.label("terminal_name"), Terminal.pos_key.label("terminal_pos_key"),
+    Terminal.state.label("terminal_state"),
 ).select_from(_MATCHED).join(ApiCredential, _MATCHED_CREDENTIAL).outerjoin(Terminal, and_(
     Terminal.company_id == ApiCredential.company_id, Terminal.pos_key == bindparam("pos_key"),
-    Terminal.state == "ACTIVE",
 ))
 _TOUCH = update(ApiCredential).where(
     ApiCredential.company_id == bindparam("owner_id"), ApiCredential.id == bindparam("credential_id"),
@@ -133,7 +133,7 @@ _TOUCH = update(ApiCredential).where(
 
 def authenticate(session: Session, key: str, *, pepper: str, now: datetime,
                  pos_key: str | None = None, claim=None) -> KeyHolder | None:
-    """The holder of a key, or None. One indexed lookup, which also finds the active terminal
+    """The holder of a key, or None. One indexed lookup, which also finds the terminal
     `pos_key` names when one is given; a malformed key costs none. `claim` (an idempotency
     record to take for the key's company: app/web/idempotency.py's Claim) rides with it, and
     learns whether it was taken."""
@@ -157,6 +157,6 @@ def authenticate(session: Session, key: str, *, pepper: str, now: datetime,
         session.execute(_TOUCH, {"owner_id": row.company_id, "credential_id": row.id,
                                  "stale_before": now - LAST_USED_RESOLUTION, "used_at": now})
     terminal = (RegisterTerminal(row.terminal_id, row.terminal_store_id, row.terminal_name,
-                                 row.terminal_pos_key)
+                                 row.terminal_pos_key, row.terminal_state == "ACTIVE")
                 if pos_key is not None and row.terminal_id is not None else None)
     return KeyHolder(row.company_id, row.id, frozenset(row.scopes.split()), terminal)
