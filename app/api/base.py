@@ -18,11 +18,10 @@ from functools import wraps
 
 import flask_smorest
 import marshmallow as ma
-from flask import Flask, Response, request
+from flask import Flask, Response
 from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
-from app.api.compiled import ASK_THE_SCHEMA, compile_loader
 from app.web.bodies import json_body, raw_body
 from app.services.errors import InvalidField
 from app.services.wire import compact_json
@@ -136,14 +135,10 @@ class Blueprint(flask_smorest.Blueprint):
 
         return decorator
 
-    def arguments(self, schema, *, location="json", required=True, compiled=False, **kwargs):
-        """`compiled=True` (the register's operations, given a schema instance): a body is
-        loaded by a function built once from the schema (app.api.compiled), and by the schema
-        only when that function is unsure of it."""
+    def arguments(self, schema, *, location="json", required=True, **kwargs):
         parse = super().arguments(schema, location=location, required=required, **kwargs)
         if location != "json" or not required:
             return parse
-        loader = compile_loader(schema) if compiled else None
 
         def decorator(func):
             parsed = parse(func)
@@ -153,10 +148,6 @@ class Blueprint(flask_smorest.Blueprint):
                 # An absent body is one clear error, not a list of every missing field.
                 if not raw_body():
                     raise InvalidField(["body"], "a JSON body is required", "missing")
-                if loader is not None and request._get_current_object().is_json:
-                    body = loader(json_body())
-                    if body is not ASK_THE_SCHEMA:
-                        return func(*args, body, **kwargs)  # as webargs passes it
                 return parsed(*args, **kwargs)
 
             return wrapper
