@@ -12,7 +12,6 @@ operation declares its scope, idempotency range and interface-document markers.
 """
 from __future__ import annotations
 
-import http
 from dataclasses import dataclass
 from functools import wraps
 
@@ -70,15 +69,13 @@ class CustomerExistsError(ErrorResponse):
 class Parser(FlaskParser):
     DEFAULT_VALIDATION_STATUS = 422
 
-    def _raw_load_json(self, req):
-        # The one decoding every body gets (app.web.bodies), not webargs' own.
+    def load_json(self, req, schema):
+        # The one decoding every body gets (app.web.bodies), not webargs' own: a body that is
+        # not JSON is refused there.
         if not is_json_request(req):
             return missing
         body = json_body()
         return missing if body is None else body
-
-    def _handle_invalid_json_error(self, error, req, *args, **kwargs):
-        raise InvalidField(["body"], "the body is not valid JSON", "json_invalid")
 
 
 # The key a create honours when its client sends one (the spec requires none there): the
@@ -128,7 +125,7 @@ class Blueprint(flask_smorest.Blueprint):
                 func = refuse_key(key_refused)(func)
             elif key_range is not None:
                 func = idempotent(*key_range, required=required)(func)
-            func._operation = Operation(operation_id=operation_id, scope=scope,
+            func.operation = Operation(operation_id=operation_id, scope=scope,
                                         idempotency=key_range, group=group, errors=tuple(errors),
                                         idempotency_required=required, key_refused=key_refused)
             return func
@@ -156,23 +153,9 @@ class Blueprint(flask_smorest.Blueprint):
 
 
 class Api(flask_smorest.Api):
-    def _register_responses(self):
-        # Our error bodies: {detail, code}, and HTTPValidationError for every 422.
-        for status in http.HTTPStatus:
-            response = {"description": status.phrase}
-            if status >= 400:
-                schema = HTTPValidationError if status == 422 else ErrorResponse
-                response["content"] = {"application/json": {"schema": schema}}
-            self.spec.components.response(status.name, response, lazy=True)
-        self.spec.components.response("DEFAULT_ERROR", {
-            "description": "Error", "content": {"application/json": {"schema": ErrorResponse}},
-            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}},
-            lazy=True)
-
-    def _register_pagination_header(self):
-        # Our lists page in the body (app.api.paging), never in flask-smorest's X-Pagination
-        # header, whose schema would be a component no operation uses.
-        pass
+    # Our error body, {detail, code}: the interface document's errors (app.api.document
+    # writes each operation's, and HTTPValidationError for every 422).
+    ERROR_SCHEMA = ErrorResponse
 
     def handle_http_exception(self, error):
         from app.errors import http_error_response
@@ -192,7 +175,7 @@ def declared_operation(app: Flask, endpoint: str | None, method: str) -> Operati
         return None
     view_class = getattr(view, "view_class", None)
     func = getattr(view_class, method.lower(), None) if view_class else view
-    return getattr(func, "_operation", None)
+    return getattr(func, "operation", None)
 
 
 def operations(app: Flask):

@@ -7,12 +7,13 @@ its own rules are declared with it (`@blp.operation(errors=…)`). Statuses and 
 from `app.api.error_codes`."""
 from __future__ import annotations
 
-import json
 import re
 
+from apispec import BasePlugin
 from flask import Flask
 
-from app.api.base import Api, CustomerExistsError, ErrorResponse, HTTPValidationError, operations
+from app.api.base import (Api, CustomerExistsError, ErrorResponse, HTTPValidationError, Operation,
+                          declared_operation)
 from app.api.error_codes import ERROR_CODES, status_of
 from app.api.examples import add_examples
 from app.web.auth import BODY_METHODS, POS_KEY_MAX_LENGTH
@@ -46,6 +47,7 @@ HEADERS = {
                   "schema": {"type": "string"}},
 }
 RATE_HEADERS = ("RateLimit", "RateLimit-Policy")
+DEFAULT_ERROR = "Error"  # the response component of any error an operation does not list
 HEADERS_BY_STATUS = {401: ("WWW-Authenticate",), 403: ("WWW-Authenticate",),
                      429: ("Retry-After", *RATE_HEADERS), 503: ("Retry-After",)}
 
@@ -103,11 +105,14 @@ def validation_response() -> dict:
 
 def _register_components(api: Api, app: Flask) -> None:
     components = api.spec.components
-    for schema in (HTTPValidationError, CustomerExistsError):
+    for schema in (ErrorResponse, HTTPValidationError, CustomerExistsError):
         if schema.__name__ not in components.schemas:
             components.schema(schema.__name__, schema=schema)
     for name, header in HEADERS.items():
         components.header(name, header)
+    components.response(DEFAULT_ERROR, {
+        "description": "Error", "headers": _header_refs("X-Request-Id"),
+        "content": {"application/json": {"schema": _schema_ref(ErrorResponse)}}})
     components.security_scheme("bearerAuth", {
         "type": "http", "scheme": "bearer", "bearerFormat": "lk_live_… API key"})
     base_url = app.config["SETTINGS"].public_base_url
@@ -116,49 +121,75 @@ def _register_components(api: Api, app: Flask) -> None:
 
 
 def document_operations(api: Api, app: Flask) -> None:
-    """Write each declared operation's id, markers, headers, security and errors into the
-    interface document, from the same declarations that `app.web.auth` enforces."""
+    """The components the operations' documents refer to (each operation is written by
+    OperationsPlugin as flask-smorest registers it)."""
     _register_components(api, app)
-    paths = api.spec._paths  # apispec keeps no public way to amend a registered path
-    for method, rule, operation in operations(app):
-        path = paths.get(document_path(rule), {})
-        doc = path.get(method.lower())
-        if doc is None:
-            continue
-        doc.update({"operationId": operation.operation_id, "x-group": operation.group,
-                    "x-readiness": "READY"})
-        responses = doc.setdefault("responses", {})
-        _document_success(responses, operation)
-        codes = error_codes(method, rule, operation)
-        shopper_page = operation.scope is None and operation.group == "native"
-        for status in dict.fromkeys(status_of(code) for code in codes):
-            responses[str(status)] = error_response(
-                status, [code for code in codes if status_of(code) == status],
-                page=shopper_page and status == 404)
-        _narrow_path_parameters(path, doc)
-        add_examples(doc, api.spec.components.schemas)
-        if operation.scope is None:
-            continue
-        doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
-                    "security": [{"bearerAuth": []}]})
-        parameters = doc.setdefault("parameters", [])
-        parameters.append(POS_KEY_HEADER)
-        if operation.idempotency:
-            low, high = operation.idempotency
-            parameters.append({"in": "header", "name": "Idempotency-Key",
-                               "required": operation.idempotency_required,
-                               "schema": {"type": "string", "minLength": low, "maxLength": high}})
+    # flask-smorest registers its X-Pagination header's schema with the header; our lists
+    # page in the body (app.api.paging), so no operation refers to it.
+    api.spec.components.schemas.pop("PaginationMetadata", None)
+
+
+class OperationsPlugin(BasePlugin):
+    """Writes each declared operation's id, markers, headers, security and errors into the
+    interface document, from the same declarations that `app.web.auth` enforces: apispec's
+    plugin hooks, called for every path flask-smorest registers, with its Flask rule."""
+
+    def __init__(self, app: Flask):
+        self.app = app
+        self.spec = None
+        self.path_parameters: list = []
+
+    def init_spec(self, spec) -> None:
+        super().init_spec(spec)
+        self.spec = spec
+
+    def path_helper(self, path=None, operations=None, parameters=None, **kwargs):
+        # The path's own parameters (after flask-smorest's plugin added the rule's), which the
+        # operations' declarations narrow.
+        self.path_parameters = parameters if parameters is not None else []
+        return None
+
+    def operation_helper(self, path=None, operations=None, rule=None, **kwargs) -> None:
+        if rule is None or not operations:
+            return
+        for method, doc in operations.items():
+            operation = declared_operation(self.app, rule.endpoint, method)
+            if operation is not None:
+                document_operation(doc, method.upper(), rule.rule, operation,
+                                   self.path_parameters, self.spec.components.schemas)
+
+
+def document_operation(doc: dict, method: str, rule: str, operation: Operation,
+                       path_parameters: list, schemas: dict) -> None:
+    doc.update({"operationId": operation.operation_id, "x-group": operation.group,
+                "x-readiness": "READY"})
+    # Status codes as the document writes them, whichever way flask-smorest gave them.
+    responses = doc["responses"] = {str(status): response
+                                    for status, response in doc.get("responses", {}).items()}
+    responses["default"] = DEFAULT_ERROR
+    _document_success(responses, operation)
+    codes = error_codes(method, rule, operation)
+    shopper_page = operation.scope is None and operation.group == "native"
+    for status in dict.fromkeys(status_of(code) for code in codes):
+        responses[str(status)] = error_response(
+            status, [code for code in codes if status_of(code) == status],
+            page=shopper_page and status == 404)
+    _narrow_path_parameters(path_parameters, doc)
+    add_examples(doc, schemas)
+    if "422" in responses:  # a body or query of its own: flask-smorest refers to its 422
         responses["422"] = validation_response()
-    _drop_unused_responses(api)
-
-
-def _drop_unused_responses(api: Api) -> None:
-    """flask-smorest refers each 422 to its own response component, which the loop above
-    replaces with ours: a component left unreferenced is noise to a linter and a generator."""
-    written = json.dumps(api.spec._paths)
-    responses = api.spec.components.responses
-    for name in [n for n in responses if f'"#/components/responses/{n}"' not in written]:
-        del responses[name]
+    if operation.scope is None:
+        return
+    doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
+                "security": [{"bearerAuth": []}]})
+    parameters = doc.setdefault("parameters", [])
+    parameters.append(POS_KEY_HEADER)
+    if operation.idempotency:
+        low, high = operation.idempotency
+        parameters.append({"in": "header", "name": "Idempotency-Key",
+                           "required": operation.idempotency_required,
+                           "schema": {"type": "string", "minLength": low, "maxLength": high}})
+    responses["422"] = validation_response()
 
 
 def _document_success(responses: dict, operation) -> None:
@@ -170,12 +201,12 @@ def _document_success(responses: dict, operation) -> None:
                 _header_refs("X-Request-Id", *replayed, *counted))
 
 
-def _narrow_path_parameters(path: dict, doc: dict) -> None:
+def _narrow_path_parameters(path_parameters: list, doc: dict) -> None:
     """flask-smorest documents each path argument of the rule at the path's level as a bare
     string; an operation's own declaration of it (a length, say) overrides that, but not in
     every generator, so the path level says the same."""
     own = {(p["in"], p["name"]): p for p in doc.get("parameters", []) if "$ref" not in p}
-    for index, parameter in enumerate(path.get("parameters", [])):
+    for index, parameter in enumerate(path_parameters):
         declared = own.get((parameter["in"], parameter["name"]))
         if declared is not None:
-            path["parameters"][index] = declared
+            path_parameters[index] = declared

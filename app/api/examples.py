@@ -52,6 +52,8 @@ def add_examples(operation: dict, schemas: dict) -> None:
     """An example beside every JSON body's schema that has none."""
     bodies = [operation.get("requestBody", {})] + list(operation.get("responses", {}).values())
     for body in bodies:
+        if not isinstance(body, dict):  # a response component's name, its example its own
+            continue
         media = body.get("content", {}).get("application/json")
         if media is not None and "example" not in media and "schema" in media:
             media["example"] = example_of(media["schema"], schemas)
