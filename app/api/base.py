@@ -17,7 +17,7 @@ from functools import wraps
 
 import flask_smorest
 import marshmallow as ma
-from flask import Flask, Response
+from flask import Flask, Response, request
 from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
@@ -68,6 +68,10 @@ class CustomerExistsError(ErrorResponse):
 
 class Parser(FlaskParser):
     DEFAULT_VALIDATION_STATUS = 422
+    # A query parameter the operation does not know is a 422, as an unknown body field is:
+    # a misspelt `limit` or a `format` the operation does not have is never silently ignored.
+    DEFAULT_UNKNOWN_BY_LOCATION = {**FlaskParser.DEFAULT_UNKNOWN_BY_LOCATION,
+                                   "query": ma.RAISE, "querystring": ma.RAISE}
 
     def load_json(self, req, schema):
         # The one decoding every body gets (app.web.bodies), not webargs' own: a body that is
@@ -94,6 +98,8 @@ class Operation:
     # False: the Idempotency-Key may be left out (the request then has no replay protection).
     idempotency_required: bool = True
     key_refused: str | None = None  # why a key would mean nothing here (sent: a 422)
+    # Query parameters a view reads itself (no schema): (name, description) pairs.
+    query: tuple[tuple[str, str], ...] = ()
 
 
 class Blueprint(flask_smorest.Blueprint):
@@ -101,7 +107,8 @@ class Blueprint(flask_smorest.Blueprint):
 
     def operation(self, operation_id: str, *, scope: str | None, idempotency=_BY_METHOD,
                   idempotency_required: bool = True, key_refused: str | None = None,
-                  group: str = "native", errors: tuple[str, ...] = ()):
+                  group: str = "native", errors: tuple[str, ...] = (),
+                  query: dict[str, str] | None = None):
         """Declare an operation: its `operationId` (a camelCase verb: generated clients name
         their functions by it), its scope (None for the public probes and card routes), its
         Idempotency-Key, its `x-group`, and the error codes its own rules answer with
@@ -112,7 +119,11 @@ class Blueprint(flask_smorest.Blueprint):
         `idempotency_required=False`. By default a POST of a key holder (a create) honours an
         optional key of OPTIONAL_KEY's length (CONTRACT §7), so a new create is idempotent
         without a word; `key_refused=why` where its answer cannot be stored and replayed (a
-        secret shown once): a key sent is a 422."""
+        secret shown once): a key sent is a 422.
+
+        `query={name: description}`: parameters the view reads from the query itself (a
+        protocol of someone else's); an operation with neither these nor a query schema
+        refuses any query parameter with a 422."""
 
         def decorator(func):
             from app.web.idempotency import idempotent, refuse_key
@@ -125,15 +136,25 @@ class Blueprint(flask_smorest.Blueprint):
                 func = refuse_key(key_refused)(func)
             elif key_range is not None:
                 func = idempotent(*key_range, required=required)(func)
+            if not getattr(func, "query_schema", False):
+                func = refuse_unknown_query(func, frozenset(query or ()))
             func.operation = Operation(operation_id=operation_id, scope=scope,
-                                        idempotency=key_range, group=group, errors=tuple(errors),
-                                        idempotency_required=required, key_refused=key_refused)
+                                       idempotency=key_range, group=group, errors=tuple(errors),
+                                       idempotency_required=required, key_refused=key_refused,
+                                       query=tuple((query or {}).items()))
             return func
 
         return decorator
 
     def arguments(self, schema, *, location="json", required=True, **kwargs):
         parse = super().arguments(schema, location=location, required=required, **kwargs)
+        if location == "query":
+            def with_query_schema(func):
+                parsed = parse(func)
+                parsed.query_schema = True  # its schema refuses the parameters it does not know
+                return parsed
+
+            return with_query_schema
         if location != "json" or not required:
             return parse
 
@@ -150,6 +171,21 @@ class Blueprint(flask_smorest.Blueprint):
             return wrapper
 
         return decorator
+
+
+def refuse_unknown_query(func, known: frozenset[str]):
+    """`func`, answering a 422 for any query parameter but the `known` ones (those of a
+    schema are refused by the schema, with its other errors)."""
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        unknown = [name for name in request.args if name not in known]
+        if unknown:
+            flask_smorest.abort(422, messages={"query": {name: ["Unknown field."]
+                                                         for name in unknown}})
+        return func(*args, **kwargs)
+
+    return wrapper
 
 
 class Api(flask_smorest.Api):

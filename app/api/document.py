@@ -174,6 +174,9 @@ def document_operation(doc: dict, method: str, rule: str, operation: Operation,
         responses[str(status)] = error_response(
             status, [code for code in codes if status_of(code) == status],
             page=shopper_page and status == 404)
+    doc.setdefault("parameters", []).extend(
+        {"in": "query", "name": name, "required": False, "description": description,
+         "schema": {"type": "string"}} for name, description in operation.query)
     _narrow_path_parameters(path_parameters, doc)
     add_examples(doc, schemas)
     if "422" in responses:  # a body or query of its own: flask-smorest refers to its 422
