@@ -55,8 +55,9 @@ class HTTPValidationError(ResponseSchema):
 
 
 class ErrorResponse(ResponseSchema):
-    detail = ma.fields.String(required=True)
-    code = ma.fields.String(required=True)
+    detail = ma.fields.String(required=True, metadata={"description": "What went wrong, in words"})
+    code = ma.fields.String(required=True, metadata={
+        "description": "The machine code of the error (each response lists its codes)"})
 
 
 class CustomerExistsError(ErrorResponse):
@@ -179,7 +180,8 @@ def refuse_unknown_query(func, known: frozenset[str]):
 
     @wraps(func)
     def wrapper(*args, **kwargs):
-        unknown = [name for name in request.args if name not in known]
+        # The request itself: a read through the proxy costs (app/web/requests.py).
+        unknown = [name for name in request._get_current_object().args if name not in known]
         if unknown:
             flask_smorest.abort(422, messages={"query": {name: ["Unknown field."]
                                                          for name in unknown}})
