@@ -16,6 +16,7 @@ from app.api.base import (Api, CustomerExistsError, ErrorResponse, HTTPValidatio
                           declared_operation)
 from app.api.error_codes import ERROR_CODES, status_of
 from app.api.examples import add_examples
+from app.api.validation_errors import validation_response
 from app.web.auth import BODY_METHODS, POS_KEY_MAX_LENGTH
 
 _RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -50,6 +51,31 @@ RATE_HEADERS = ("RateLimit", "RateLimit-Policy")
 DEFAULT_ERROR = "Error"  # the response component of any error an operation does not list
 HEADERS_BY_STATUS = {401: ("WWW-Authenticate",), 403: ("WWW-Authenticate",),
                      429: ("Retry-After", *RATE_HEADERS), 503: ("Retry-After",)}
+
+
+PATH_PARAMETERS = {
+    "customer_id": "The customer's id", "checkout_session_id": "The checkout session's id",
+    "sale_id": "The sale's id", "terminal_id": "The terminal's (register's) id",
+    "campaign_id": "The campaign's id", "challenge_id": "The OTP challenge's id",
+    "credential_id": "The API key's id", "endpoint_id": "The webhook endpoint's id",
+    "external_receipt_id": "The receipt's number in the register's own system",
+    "code": "The gift card's code, as printed on it",
+    "token": "The card's token, from the link the customer was given",
+    "deviceLibraryIdentifier": "The device's id, as Apple Wallet gives it",
+    "passTypeIdentifier": "The pass type (Apple's pass type identifier)",
+    "serialNumber": "The pass's serial number",
+}
+
+
+def idempotency_key_description(operation: Operation) -> str:
+    low, high = operation.idempotency
+    needed = ("Required: " if operation.idempotency_required
+              else "Optional (without it a retry is a new request): ")
+    return (f"{needed}a key of {low}-{high} characters you choose for this request (a UUID "
+            "will do). A retry with the same key and body gets the first answer again "
+            "(with Idempotent-Replayed: true) and changes nothing; the same key with another "
+            "body is a 422 idempotency_key_reused; while the first is still running, a 409 "
+            "idempotency_key_in_use. Keys are remembered for 24 hours by default.")
 
 
 def document_path(rule: str) -> str:
@@ -92,15 +118,6 @@ def error_response(status: int, codes: list[str], *, page: bool = False) -> dict
             "headers": _header_refs("X-Request-Id", *HEADERS_BY_STATUS.get(status, ())),
             "content": {"application/json": {"schema": _schema_ref(schema), "example": example},
                         **({"text/html": {"schema": {"type": "string"}}} if page else {})}}
-
-
-def validation_response() -> dict:
-    example = {"detail": [{"loc": ["body", "phone"], "msg": "not a Russian phone number",
-                           "type": "value_error"}]}
-    return {"description": "Validation error (HTTPValidationError)",
-            "headers": _header_refs("X-Request-Id"),
-            "content": {"application/json": {"schema": _schema_ref(HTTPValidationError),
-                                              "example": example}}}
 
 
 def _register_components(api: Api, app: Flask) -> None:
@@ -147,6 +164,10 @@ class OperationsPlugin(BasePlugin):
         # The path's own parameters (after flask-smorest's plugin added the rule's), which the
         # operations' declarations narrow.
         self.path_parameters = parameters if parameters is not None else []
+        for parameter in self.path_parameters:
+            if parameter.get("in") == "path":
+                parameter.setdefault("description", PATH_PARAMETERS.get(
+                    parameter["name"], f"The {parameter['name'].replace('_', ' ')}"))
         return None
 
     def operation_helper(self, path=None, operations=None, rule=None, **kwargs) -> None:
@@ -180,7 +201,8 @@ def document_operation(doc: dict, method: str, rule: str, operation: Operation,
     _narrow_path_parameters(path_parameters, doc)
     add_examples(doc, schemas)
     if "422" in responses:  # a body or query of its own: flask-smorest refers to its 422
-        responses["422"] = validation_response()
+        responses["422"] = validation_response(
+            doc, schemas, _schema_ref(HTTPValidationError), _header_refs("X-Request-Id"))
     if operation.scope is None:
         return
     doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
@@ -191,8 +213,10 @@ def document_operation(doc: dict, method: str, rule: str, operation: Operation,
         low, high = operation.idempotency
         parameters.append({"in": "header", "name": "Idempotency-Key",
                            "required": operation.idempotency_required,
+                           "description": idempotency_key_description(operation),
                            "schema": {"type": "string", "minLength": low, "maxLength": high}})
-    responses["422"] = validation_response()
+    responses["422"] = validation_response(
+        doc, schemas, _schema_ref(HTTPValidationError), _header_refs("X-Request-Id"))
 
 
 def _document_success(responses: dict, operation) -> None:
@@ -212,4 +236,6 @@ def _narrow_path_parameters(path_parameters: list, doc: dict) -> None:
     for index, parameter in enumerate(path_parameters):
         declared = own.get((parameter["in"], parameter["name"]))
         if declared is not None:
+            if "description" in parameter:
+                declared.setdefault("description", parameter["description"])
             path_parameters[index] = declared
