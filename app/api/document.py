@@ -28,23 +28,30 @@ WITH_BODY = ("bad_request", "payload_too_large", "unsupported_media_type")
 ERROR_BODIES = {"customer_exists": CustomerExistsError}
 ERROR_EXTRAS = {"customer_exists": {"customerId": "6f1c2b9e-3d4a-4f5b-8c7d-9e0f1a2b3c4d"}}
 POS_KEY_HEADER = {"in": "header", "name": "X-Loyalty-Pos-Key", "required": False,
-                  "description": "The register's terminal (its posKey)",
+                  "description": "The register making the request: the posKey of an ACTIVE "
+                                 "terminal of the key's company (else a 403 terminal_inactive). "
+                                 "Its requests are counted per register against the rate limit",
                   "schema": {"type": "string", "maxLength": POS_KEY_MAX_LENGTH}}
 HEADERS = {
     "X-Request-Id": {"description": "The request's id, also in the logs: the request's own "
                      "X-Request-Id when it is 1-128 characters of A-Za-z0-9._:-, else generated",
                      "schema": {"type": "string", "maxLength": 128}},
     "Idempotent-Replayed": {"description": "`true` when this is the stored answer to an earlier "
-                            "request with the same Idempotency-Key (CONTRACT §7)",
+                            "request with the same Idempotency-Key and body",
                             "schema": {"type": "string", "enum": ["true"]}},
     "Retry-After": {"description": "Seconds to wait before trying again",
                     "schema": {"type": "integer", "minimum": 1}},
     "WWW-Authenticate": {"description": "The Bearer challenge; for insufficient_scope it names "
                          "the scope needed", "schema": {"type": "string"}},
-    "RateLimit-Policy": {"description": "The key's rate (draft-ietf-httpapi-ratelimit-headers): "
-                         '`"per-key";q=<requests>;w=<seconds>`', "schema": {"type": "string"}},
-    "RateLimit": {"description": "What the key has left of its rate: "
-                  '`"per-key";r=<requests left>;t=<seconds until the window resets>`',
+    "RateLimit-Policy": {"description": "The rates the request was counted against "
+                         "(draft-ietf-httpapi-ratelimit-headers), one item each: "
+                         '`"per-register"` (a request naming a register with '
+                         'X-Loyalty-Pos-Key) or `"per-key"` (API_RATE_LIMIT), then '
+                         '`"key-ceiling"` (the key over all its registers, '
+                         'API_KEY_RATE_LIMIT); as `"<policy>";q=<requests>;w=<seconds>`',
+                         "schema": {"type": "string"}},
+    "RateLimit": {"description": "What is left of each rate of RateLimit-Policy, in the same "
+                  'order: `"<policy>";r=<requests left>;t=<seconds until its window resets>`',
                   "schema": {"type": "string"}},
 }
 RATE_HEADERS = ("RateLimit", "RateLimit-Policy")
