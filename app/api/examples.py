@@ -49,6 +49,8 @@ IN_SCHEMA = {
     ("CreateStoreRequest", "name"): "Coffee House on Tverskaya",
     ("PlaceDirectoryStore", "name"): "Coffee House on Tverskaya",
     ("CatalogSyncItem", "name"): "Cappuccino 300 ml",
+    ("QuoteLineRequest", "name"): "Cappuccino 300 ml",
+    ("SaleLineResponse", "name"): "Cappuccino 300 ml",
     ("TerminalResponse", "name"): "Front counter register",
     ("CreateTerminalRequest", "name"): "Front counter register",
     ("UpdateTerminalRequest", "name"): "Front counter register",

@@ -110,7 +110,8 @@ def test_examples_read_like_a_coffee_shops(document):
     assert session["externalReceiptId"] == sale["externalReceiptId"] == "R-2026-000123"
     store = example(operations_by_id["createStore"], "request")
     catalog = example(operations_by_id["syncCatalog"], "request")
-    assert store["name"] != catalog["items"][0]["name"]
+    line = example(operations_by_id["quoteReceipt"], "request")["lines"][0]
+    assert store["name"] != catalog["items"][0]["name"] == line["name"]
     assert example(operations_by_id["createTerminal"], "request")["posKey"] != "string"
     written = json.dumps(document)
     assert '"string"' not in re.sub(r'"type": "string"', "", written)
