@@ -207,21 +207,19 @@ def document_operation(doc: dict, method: str, rule: str, operation: Operation,
          "schema": {"type": "string"}} for name, description in operation.query)
     _narrow_path_parameters(path_parameters, doc)
     add_examples(doc, schemas)
-    if "422" in responses:  # a body or query of its own: flask-smorest refers to its 422
-        responses["422"] = validation_response(
-            doc, schemas, _schema_ref(HTTPValidationError), _header_refs("X-Request-Id"))
-    if operation.scope is None:
-        return
-    doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
-                "security": [{"bearerAuth": []}]})
-    parameters = doc.setdefault("parameters", [])
-    parameters.append(POS_KEY_HEADER)
-    if operation.idempotency:
-        low, high = operation.idempotency
-        parameters.append({"in": "header", "name": "Idempotency-Key",
-                           "required": operation.idempotency_required,
-                           "description": idempotency_key_description(operation),
-                           "schema": {"type": "string", "minLength": low, "maxLength": high}})
+    if operation.scope is not None:
+        doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
+                    "security": [{"bearerAuth": []}]})
+        parameters = doc.setdefault("parameters", [])
+        parameters.append(POS_KEY_HEADER)
+        if operation.idempotency:
+            low, high = operation.idempotency
+            parameters.append({"in": "header", "name": "Idempotency-Key",
+                               "required": operation.idempotency_required,
+                               "description": idempotency_key_description(operation),
+                               "schema": {"type": "string", "minLength": low,
+                                          "maxLength": high}})
+    # Every operation can answer a 422: a query parameter it does not have, if nothing else.
     responses["422"] = validation_response(
         doc, schemas, _schema_ref(HTTPValidationError), _header_refs("X-Request-Id"))
 
