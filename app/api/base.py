@@ -21,9 +21,9 @@ from flask import Flask, Response, request
 from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
-from app.web.bodies import json_body, raw_body
 from app.services.errors import InvalidField
 from app.services.wire import compact_json
+from app.web.bodies import json_body, raw_body
 
 
 class Schema(ma.Schema):

@@ -175,7 +175,6 @@ class OperationsPlugin(BasePlugin):
             if parameter.get("in") == "path":
                 parameter.setdefault("description", PATH_PARAMETERS.get(
                     parameter["name"], f"The {parameter['name'].replace('_', ' ')}"))
-        return None
 
     def operation_helper(self, path=None, operations=None, rule=None, **kwargs) -> None:
         if rule is None or not operations:
