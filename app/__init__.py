@@ -107,13 +107,16 @@ def register_api(app: Flask) -> None:
     from importlib import import_module
 
     from app.api.base import Api
-    from app.api.document import document_operations
+    from app.api.descriptions import register_descriptions
+    from app.api.document import OperationsPlugin, document_operations
     from app.api.enums import register_named_enums
     from app.errors import register_error_handlers
     from app.web.requests import register_request_hooks
 
-    api = Api(app, spec_kwargs={"info": {"description": "Loyalty programme public API"}})
+    api = Api(app, spec_kwargs={"info": {"description": "Loyalty programme public API"},
+                                "extra_plugins": [OperationsPlugin(app)]})
     register_named_enums(api)  # before the blueprints: their schemas are converted then
+    register_descriptions(api)
     for module in API_BLUEPRINTS:
         api.register_blueprint(import_module(module).blp)
     app.register_blueprint(import_module("app.api.docs_assets").blp)  # not an operation

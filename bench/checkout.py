@@ -527,8 +527,9 @@ def _arguments() -> argparse.Namespace:
                              "to serving moves the ratio (docs/performance.md's git history, round "
                              "twelve)")
     parser.add_argument("--rate-limit", default="off",
-                        help="the server's API_RATE_LIMIT (all registers share one key, so a "
-                             "limit meant to cost, not to refuse, is far above the load)")
+                        help="the server's API_RATE_LIMIT and API_KEY_RATE_LIMIT (all registers "
+                             "share one key, so a limit meant to cost, not to refuse, is far "
+                             "above the load)")
     parser.add_argument("--redis-url", default=None,
                         help="the server's REDIS_URL (the rate limit's shared count; events "
                              "are asked a dispatch there too): a Redis of the bench's own")
@@ -590,7 +591,7 @@ def main() -> None:
         skip.add("against")
     report = {"registers": counts, "seconds": args.seconds, "gunicorn_workers": args.workers or "the Procfile's",
               "rate_limit": args.rate_limit, "redis": bool(args.redis_url)}
-    server_env = {"API_RATE_LIMIT": args.rate_limit,
+    server_env = {"API_RATE_LIMIT": args.rate_limit, "API_KEY_RATE_LIMIT": args.rate_limit,
                   **({"REDIS_URL": args.redis_url} if args.redis_url else {})}
 
     with bench_database() as url:

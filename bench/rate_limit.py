@@ -49,7 +49,8 @@ def main() -> None:
         shop = seed(url, registers=1, extra_customers=1000, history=0)
         base = Settings(database_url=url, api_key_pepper=PEPPER, log_level="WARNING",
                         development=False, redis_url=args.redis_url)
-        modes = {"off": create_app(Settings(**{**base.__dict__, "api_rate_limit": None})),
+        modes = {"off": create_app(Settings(**{**base.__dict__, "api_rate_limit": None,
+                                                "api_key_rate_limit": None})),
                  "redis": create_app(Settings(**{**base.__dict__,
                                                  "api_rate_limit": FAR_ABOVE_THE_LOAD}))}
         headers = {"Authorization": f"Bearer {shop.key}"}

@@ -185,7 +185,7 @@ LAYERS = (  # the first that a sampled stack passes through names its layer (inn
     ("JSON decoding", ("json/decoder", "json/__init__.py:loads", *_edge("bodies.py"))),
     ("response building", ("app/api/base.py:json_response", "resources.py:as_json",
                            "werkzeug/wrappers/response", "werkzeug/datastructures")),
-    ("rate-limit lease", (*_edge("rate_limit.py"), "flask_limiter")),
+    ("rate-limit lease", (*_edge("rate_limit.py"), *_edge("rate_counts.py"), "limits/")),
     ("authentication", _edge("auth.py")),
     ("idempotency", _edge("idempotency.py")),
     ("request parsing and validation", ("webargs", "marshmallow", "app/api/fields.py",

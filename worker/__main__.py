@@ -72,33 +72,38 @@ def _stop_on_signals(stop: threading.Event) -> None:
         signal.signal(number, lambda *_: stop.set())
 
 
-def _pass_on_an_early_stop(worker: BaseWorker, stop: threading.Event) -> None:
-    """RQ installs its signal handlers only after it has registered in Redis and started its
-    scheduler; a SIGTERM before that reaches ours and sets `stop`, which RQ's loop never reads.
-    It would take a job and then wait out a dequeue (minutes) before ending. So once RQ's
-    handlers are in, a stop already asked for becomes RQ's own, which its loop checks before
-    taking any job."""
-    install = worker._install_signal_handlers
+def stopping_on(worker_class: type[BaseWorker], stop: threading.Event) -> type[BaseWorker]:
+    """`worker_class`, whose loop takes no job once `stop` is set. RQ installs its signal
+    handlers only after it has registered in Redis and started its scheduler; a SIGTERM before
+    that reaches ours and sets `stop`, which RQ's loop never reads: it would take a job and
+    then wait out a dequeue (minutes) before ending. A SIGTERM after that reaches RQ's
+    `request_stop`, which sets `stop` too, so `serve` knows the loop ended on request."""
 
-    def install_then_pass_on() -> None:
-        install()
-        if stop.is_set():
-            worker._stop_requested = True
+    class StoppingWorker(worker_class):
+        def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+            if stop.is_set():
+                return None  # RQ's loop ends on no job, as at the end of an idle wait
+            return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
 
-    worker._install_signal_handlers = install_then_pass_on
+        def request_stop(self, signum, frame):
+            stop.set()
+            super().request_stop(signum, frame)
+
+    StoppingWorker.__name__ = StoppingWorker.__qualname__ = f"Stopping{worker_class.__name__}"
+    return StoppingWorker
 
 
 def serve(queue: Queue, stop: threading.Event,
           worker_class: type[BaseWorker] = SimpleWorker) -> None:
     """RQ's loop, started again whenever it ends without being asked to stop."""
     backoff, probe = 1.0, _probe(queue.connection)
+    worker_class = stopping_on(worker_class, stop)
     while not stop.is_set():
         worker, worked = None, False
         try:  # RQ speaks to Redis from the constructor on, before its loop catches anything
             worker = worker_class([queue], connection=queue.connection)
             # RQ's own reconnect backoff grows to 60 s; events wait on it after Redis returns.
             worker.max_connection_wait_time = REDIS_RETRY_MOST
-            _pass_on_an_early_stop(worker, stop)
             # First what a stopped worker or an outage left: see take_up_waiting_work.
             queue.enqueue(TAKE_UP_JOB, at_front=True, result_ttl=0, failure_ttl=FAILURE_TTL)
             worked = worker.work(with_scheduler=True)
@@ -106,7 +111,7 @@ def serve(queue: Queue, stop: threading.Event,
             log.warning("Redis unreachable (%s)", error)
         except Exception:  # noqa: BLE001 - logged; the process stays up for the next try
             log.exception("the RQ loop failed")
-        if stop.is_set() or (worker is not None and worker._shutdown_requested_date is not None):
+        if stop.is_set():
             return  # SIGTERM: the running job has finished
         _stop_on_signals(stop)
         backoff = 1.0 if worked else min(backoff * 2, LONGEST_BACKOFF)

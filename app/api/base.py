@@ -12,7 +12,6 @@ operation declares its scope, idempotency range and interface-document markers.
 """
 from __future__ import annotations
 
-import http
 from dataclasses import dataclass
 from functools import wraps
 
@@ -22,10 +21,9 @@ from flask import Flask, Response, request
 from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
-from app.api.compiled import ASK_THE_SCHEMA, compile_loader
-from app.web.bodies import json_body, raw_body
 from app.services.errors import InvalidField
 from app.services.wire import compact_json
+from app.web.bodies import json_body, raw_body
 
 
 class Schema(ma.Schema):
@@ -57,8 +55,9 @@ class HTTPValidationError(ResponseSchema):
 
 
 class ErrorResponse(ResponseSchema):
-    detail = ma.fields.String(required=True)
-    code = ma.fields.String(required=True)
+    detail = ma.fields.String(required=True, metadata={"description": "What went wrong, in words"})
+    code = ma.fields.String(required=True, metadata={
+        "description": "The machine code of the error (each response lists its codes)"})
 
 
 class CustomerExistsError(ErrorResponse):
@@ -77,16 +76,18 @@ class ReceiptCommittedError(ErrorResponse):
 
 class Parser(FlaskParser):
     DEFAULT_VALIDATION_STATUS = 422
+    # A query parameter the operation does not know is a 422, as an unknown body field is:
+    # a misspelt `limit` or a `format` the operation does not have is never silently ignored.
+    DEFAULT_UNKNOWN_BY_LOCATION = {**FlaskParser.DEFAULT_UNKNOWN_BY_LOCATION,
+                                   "query": ma.RAISE, "querystring": ma.RAISE}
 
-    def _raw_load_json(self, req):
-        # The one decoding every body gets (app.web.bodies), not webargs' own.
+    def load_json(self, req, schema):
+        # The one decoding every body gets (app.web.bodies), not webargs' own: a body that is
+        # not JSON is refused there.
         if not is_json_request(req):
             return missing
         body = json_body()
         return missing if body is None else body
-
-    def _handle_invalid_json_error(self, error, req, *args, **kwargs):
-        raise InvalidField(["body"], "the body is not valid JSON", "json_invalid")
 
 
 # The key a create honours when its client sends one (the spec requires none there): the
@@ -109,6 +110,8 @@ class Operation:
     # a terminal of the company in whatever state it is now, and is documented as required
     # (the view requires it, after the body's checks).
     register_of_record: bool = False
+    # Query parameters a view reads itself (no schema): (name, description) pairs.
+    query: tuple[tuple[str, str], ...] = ()
 
 
 class Blueprint(flask_smorest.Blueprint):
@@ -117,7 +120,7 @@ class Blueprint(flask_smorest.Blueprint):
     def operation(self, operation_id: str, *, scope: str | None, idempotency=_BY_METHOD,
                   idempotency_required: bool = True, key_refused: str | None = None,
                   group: str = "native", errors: tuple[str, ...] = (),
-                  register_of_record: bool = False):
+                  register_of_record: bool = False, query: dict[str, str] | None = None):
         """Declare an operation: its `operationId` (a camelCase verb: generated clients name
         their functions by it), its scope (None for the public probes and card routes), its
         Idempotency-Key, its `x-group`, and the error codes its own rules answer with
@@ -126,9 +129,13 @@ class Blueprint(flask_smorest.Blueprint):
 
         `idempotency=(low, high)`: the key's length range, required unless
         `idempotency_required=False`. By default a POST of a key holder (a create) honours an
-        optional key of OPTIONAL_KEY's length (docs/api.md#idempotency), so a new create is
-        idempotent without a word; `key_refused=why` where its answer cannot be stored and replayed
-        (a secret shown once): a key sent is a 422."""
+        optional key of OPTIONAL_KEY's length (docs/api.md#idempotency), so a new create is idempotent
+        without a word; `key_refused=why` where its answer cannot be stored and replayed (a
+        secret shown once): a key sent is a 422.
+
+        `query={name: description}`: parameters the view reads from the query itself (a
+        protocol of someone else's); an operation with neither these nor a query schema
+        refuses any query parameter with a 422."""
 
         def decorator(func):
             from app.web.idempotency import idempotent, refuse_key
@@ -141,22 +148,28 @@ class Blueprint(flask_smorest.Blueprint):
                 func = refuse_key(key_refused)(func)
             elif key_range is not None:
                 func = idempotent(*key_range, required=required)(func)
-            func._operation = Operation(operation_id=operation_id, scope=scope,
-                                        idempotency=key_range, group=group, errors=tuple(errors),
-                                        idempotency_required=required, key_refused=key_refused,
-                                        register_of_record=register_of_record)
+            if not getattr(func, "query_schema", False):
+                func = refuse_unknown_query(func, frozenset(query or ()))
+            func.operation = Operation(operation_id=operation_id, scope=scope,
+                                       idempotency=key_range, group=group, errors=tuple(errors),
+                                       idempotency_required=required, key_refused=key_refused,
+                                       query=tuple((query or {}).items()),
+                                       register_of_record=register_of_record)
             return func
 
         return decorator
 
-    def arguments(self, schema, *, location="json", required=True, compiled=False, **kwargs):
-        """`compiled=True` (the register's operations, given a schema instance): a body is
-        loaded by a function built once from the schema (app.api.compiled), and by the schema
-        only when that function is unsure of it."""
+    def arguments(self, schema, *, location="json", required=True, **kwargs):
         parse = super().arguments(schema, location=location, required=required, **kwargs)
+        if location == "query":
+            def with_query_schema(func):
+                parsed = parse(func)
+                parsed.query_schema = True  # its schema refuses the parameters it does not know
+                return parsed
+
+            return with_query_schema
         if location != "json" or not required:
             return parse
-        loader = compile_loader(schema) if compiled else None
 
         def decorator(func):
             parsed = parse(func)
@@ -166,10 +179,6 @@ class Blueprint(flask_smorest.Blueprint):
                 # An absent body is one clear error, not a list of every missing field.
                 if not raw_body():
                     raise InvalidField(["body"], "a JSON body is required", "missing")
-                if loader is not None and request._get_current_object().is_json:
-                    body = loader(json_body())
-                    if body is not ASK_THE_SCHEMA:
-                        return func(*args, body, **kwargs)  # as webargs passes it
                 return parsed(*args, **kwargs)
 
             return wrapper
@@ -177,24 +186,26 @@ class Blueprint(flask_smorest.Blueprint):
         return decorator
 
 
-class Api(flask_smorest.Api):
-    def _register_responses(self):
-        # Our error bodies: {detail, code}, and HTTPValidationError for every 422.
-        for status in http.HTTPStatus:
-            response = {"description": status.phrase}
-            if status >= 400:
-                schema = HTTPValidationError if status == 422 else ErrorResponse
-                response["content"] = {"application/json": {"schema": schema}}
-            self.spec.components.response(status.name, response, lazy=True)
-        self.spec.components.response("DEFAULT_ERROR", {
-            "description": "Error", "content": {"application/json": {"schema": ErrorResponse}},
-            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}},
-            lazy=True)
+def refuse_unknown_query(func, known: frozenset[str]):
+    """`func`, answering a 422 for any query parameter but the `known` ones (those of a
+    schema are refused by the schema, with its other errors)."""
 
-    def _register_pagination_header(self):
-        # Our lists page in the body (app.api.paging), never in flask-smorest's X-Pagination
-        # header, whose schema would be a component no operation uses.
-        pass
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        # The request itself: a read through the proxy costs (app/web/requests.py).
+        unknown = [name for name in request._get_current_object().args if name not in known]
+        if unknown:
+            flask_smorest.abort(422, messages={"query": {name: ["Unknown field."]
+                                                         for name in unknown}})
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+class Api(flask_smorest.Api):
+    # Our error body, {detail, code}: the interface document's errors (app.api.document
+    # writes each operation's, and HTTPValidationError for every 422).
+    ERROR_SCHEMA = ErrorResponse
 
     def handle_http_exception(self, error):
         from app.errors import http_error_response
@@ -214,7 +225,7 @@ def declared_operation(app: Flask, endpoint: str | None, method: str) -> Operati
         return None
     view_class = getattr(view, "view_class", None)
     func = getattr(view_class, method.lower(), None) if view_class else view
-    return getattr(func, "_operation", None)
+    return getattr(func, "operation", None)
 
 
 def operations(app: Flask):

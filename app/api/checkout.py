@@ -22,7 +22,7 @@ CHECKOUT = {"scope": "checkout:write", "idempotency": (8, 100)}
 # A hold or a commit, never while the subscription is stopped.
 REDEMPTION_ERRORS = ("subscription_inactive", "invalid_state")
 # Request schemas are given as instances: built once, not per request (with their nested
-# schemas), which is a good part of parsing a receipt; and compiled (app.api.compiled).
+# schemas), which is a good part of parsing a receipt.
 
 
 def sent(resource, status: int) -> Response:
@@ -34,7 +34,7 @@ def sent(resource, status: int) -> Response:
 class CheckoutSessions(MethodView):
     @blp.operation("createCheckoutSession", **CHECKOUT,
                    errors=("not_found", "terminal_inactive", "receipt_already_committed"))
-    @blp.arguments(CreateCheckoutSessionRequest(), compiled=True)
+    @blp.arguments(CreateCheckoutSessionRequest())
     @blp.response(201, CheckoutSessionResponse)
     def post(self, body):
         """Open a checkout session: one receipt of the register, one customer.
@@ -53,7 +53,7 @@ class CheckoutSessions(MethodView):
 @blp.route("/checkout-sessions/<checkout_session_id>/quote")
 class Quote(MethodView):
     @blp.operation("quoteReceipt", **CHECKOUT, errors=("invalid_state",))
-    @blp.arguments(CreateQuoteRequest(), compiled=True)
+    @blp.arguments(CreateQuoteRequest())
     @blp.response(201, QuoteResponse)
     def post(self, body, checkout_session_id):
         """Price the receipt: per line what bonuses may pay and what it earns; a restricted
@@ -75,7 +75,7 @@ class Quote(MethodView):
 class HoldOfSession(MethodView):
     @blp.operation("placeHold", **CHECKOUT,
                    errors=(*REDEMPTION_ERRORS, "hold_already_active", "insufficient_balance"))
-    @blp.arguments(CreateHoldRequest(), compiled=True)
+    @blp.arguments(CreateHoldRequest())
     @blp.response(201, HoldResponse)
     def post(self, body, checkout_session_id):
         """Hold the quote's redemption: available bonuses become reserved until commit,
@@ -93,7 +93,7 @@ class HoldOfSession(MethodView):
                                      now=utcnow()), 201)
 
     @blp.operation("releaseHold", **CHECKOUT, errors=("invalid_state",))
-    @blp.arguments(ReleaseHoldRequest(), compiled=True)
+    @blp.arguments(ReleaseHoldRequest())
     @blp.response(200, HoldResponse)
     def delete(self, body, checkout_session_id):
         """Release the hold (payment cancelled); allowed while the subscription is stopped.
@@ -110,7 +110,7 @@ class HoldOfSession(MethodView):
 class Commit(MethodView):
     @blp.operation("commitSale", **CHECKOUT,
                    errors=(*REDEMPTION_ERRORS, "receipt_already_committed"))
-    @blp.arguments(CommitSaleRequest(), compiled=True)
+    @blp.arguments(CommitSaleRequest())
     @blp.response(201, SaleResponse)
     def post(self, body, checkout_session_id):
         """Fix the sale: capture the hold, spread it over the lines, write the accrual.

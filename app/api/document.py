@@ -7,15 +7,16 @@ its own rules are declared with it (`@blp.operation(errors=…)`). Statuses and 
 from `app.api.error_codes`."""
 from __future__ import annotations
 
-import json
 import re
 
+from apispec import BasePlugin
 from flask import Flask
 
-from app.api.base import (Api, CustomerExistsError, ErrorResponse, HTTPValidationError,
-                          ReceiptCommittedError, operations)
+from app.api.base import (Api, CustomerExistsError, ErrorResponse, HTTPValidationError, Operation,
+                          ReceiptCommittedError, declared_operation)
 from app.api.error_codes import ERROR_CODES, status_of
 from app.api.examples import add_examples
+from app.api.validation_errors import validation_response
 from app.web.auth import BODY_METHODS, POS_KEY_MAX_LENGTH
 
 _RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -29,28 +30,61 @@ ERROR_BODIES = {"customer_exists": CustomerExistsError,
 ERROR_EXTRAS = {"customer_exists": {"customerId": "6f1c2b9e-3d4a-4f5b-8c7d-9e0f1a2b3c4d"},
                 "receipt_already_committed": {"saleId": "0d3c9f4e-58b1-4a27-9c6e-2f8a7b1d5e90"}}
 POS_KEY_HEADER = {"in": "header", "name": "X-Loyalty-Pos-Key", "required": False,
-                  "description": "The register's terminal (its posKey)",
+                  "description": "The register making the request: the posKey of an ACTIVE "
+                                 "terminal of the key's company (else a 403 terminal_inactive). "
+                                 "Its requests are counted per register against the rate limit",
                   "schema": {"type": "string", "maxLength": POS_KEY_MAX_LENGTH}}
 HEADERS = {
     "X-Request-Id": {"description": "The request's id, also in the logs: the request's own "
                      "X-Request-Id when it is 1-128 characters of A-Za-z0-9._:-, else generated",
                      "schema": {"type": "string", "maxLength": 128}},
     "Idempotent-Replayed": {"description": "`true` when this is the stored answer to an earlier "
-                            "request with the same Idempotency-Key (docs/api.md#idempotency)",
+                            "request with the same Idempotency-Key and body",
                             "schema": {"type": "string", "enum": ["true"]}},
     "Retry-After": {"description": "Seconds to wait before trying again",
                     "schema": {"type": "integer", "minimum": 1}},
     "WWW-Authenticate": {"description": "The Bearer challenge; for insufficient_scope it names "
                          "the scope needed", "schema": {"type": "string"}},
-    "RateLimit-Policy": {"description": "The key's rate (draft-ietf-httpapi-ratelimit-headers): "
-                         '`"per-key";q=<requests>;w=<seconds>`', "schema": {"type": "string"}},
-    "RateLimit": {"description": "What the key has left of its rate: "
-                  '`"per-key";r=<requests left>;t=<seconds until the window resets>`',
+    "RateLimit-Policy": {"description": "The rates the request was counted against "
+                         "(draft-ietf-httpapi-ratelimit-headers), one item each: "
+                         '`"per-register"` (a request naming a register with '
+                         'X-Loyalty-Pos-Key) or `"per-key"` (API_RATE_LIMIT), then '
+                         '`"key-ceiling"` (the key over all its registers, '
+                         'API_KEY_RATE_LIMIT); as `"<policy>";q=<requests>;w=<seconds>`',
+                         "schema": {"type": "string"}},
+    "RateLimit": {"description": "What is left of each rate of RateLimit-Policy, in the same "
+                  'order: `"<policy>";r=<requests left>;t=<seconds until its window resets>`',
                   "schema": {"type": "string"}},
 }
 RATE_HEADERS = ("RateLimit", "RateLimit-Policy")
+DEFAULT_ERROR = "Error"  # the response component of any error an operation does not list
 HEADERS_BY_STATUS = {401: ("WWW-Authenticate",), 403: ("WWW-Authenticate",),
                      429: ("Retry-After", *RATE_HEADERS), 503: ("Retry-After",)}
+
+
+PATH_PARAMETERS = {
+    "customer_id": "The customer's id", "checkout_session_id": "The checkout session's id",
+    "sale_id": "The sale's id", "terminal_id": "The terminal's (register's) id",
+    "campaign_id": "The campaign's id", "challenge_id": "The OTP challenge's id",
+    "credential_id": "The API key's id", "endpoint_id": "The webhook endpoint's id",
+    "external_receipt_id": "The receipt's number in the register's own system",
+    "code": "The gift card's code, as printed on it",
+    "token": "The card's token, from the link the customer was given",
+    "deviceLibraryIdentifier": "The device's id, as Apple Wallet gives it",
+    "passTypeIdentifier": "The pass type (Apple's pass type identifier)",
+    "serialNumber": "The pass's serial number",
+}
+
+
+def idempotency_key_description(operation: Operation) -> str:
+    low, high = operation.idempotency
+    needed = ("Required: " if operation.idempotency_required
+              else "Optional (without it a retry is a new request): ")
+    return (f"{needed}a key of {low}-{high} characters you choose for this request (a UUID "
+            "will do). A retry with the same key and body gets the first answer again "
+            "(with Idempotent-Replayed: true) and changes nothing; the same key with another "
+            "body is a 422 idempotency_key_reused; while the first is still running, a 409 "
+            "idempotency_key_in_use. Keys are remembered for 24 hours by default.")
 
 
 def document_path(rule: str) -> str:
@@ -96,22 +130,16 @@ def error_response(status: int, codes: list[str], *, page: bool = False) -> dict
                         **({"text/html": {"schema": {"type": "string"}}} if page else {})}}
 
 
-def validation_response() -> dict:
-    example = {"detail": [{"loc": ["body", "phone"], "msg": "not a Russian phone number",
-                           "type": "value_error"}]}
-    return {"description": "Validation error (HTTPValidationError)",
-            "headers": _header_refs("X-Request-Id"),
-            "content": {"application/json": {"schema": _schema_ref(HTTPValidationError),
-                                              "example": example}}}
-
-
 def _register_components(api: Api, app: Flask) -> None:
     components = api.spec.components
-    for schema in (HTTPValidationError, CustomerExistsError, ReceiptCommittedError):
+    for schema in (ErrorResponse, HTTPValidationError, CustomerExistsError, ReceiptCommittedError):
         if schema.__name__ not in components.schemas:
             components.schema(schema.__name__, schema=schema)
     for name, header in HEADERS.items():
         components.header(name, header)
+    components.response(DEFAULT_ERROR, {
+        "description": "Error", "headers": _header_refs("X-Request-Id"),
+        "content": {"application/json": {"schema": _schema_ref(ErrorResponse)}}})
     components.security_scheme("bearerAuth", {
         "type": "http", "scheme": "bearer", "bearerFormat": "lk_live_… API key"})
     base_url = app.config["SETTINGS"].public_base_url
@@ -120,29 +148,68 @@ def _register_components(api: Api, app: Flask) -> None:
 
 
 def document_operations(api: Api, app: Flask) -> None:
-    """Write each declared operation's id, markers, headers, security and errors into the
-    interface document, from the same declarations that `app.web.auth` enforces."""
+    """The components the operations' documents refer to (each operation is written by
+    OperationsPlugin as flask-smorest registers it)."""
     _register_components(api, app)
-    paths = api.spec._paths  # apispec keeps no public way to amend a registered path
-    for method, rule, operation in operations(app):
-        path = paths.get(document_path(rule), {})
-        doc = path.get(method.lower())
-        if doc is None:
-            continue
-        doc.update({"operationId": operation.operation_id, "x-group": operation.group,
-                    "x-readiness": "READY"})
-        responses = doc.setdefault("responses", {})
-        _document_success(responses, operation)
-        codes = error_codes(method, rule, operation)
-        shopper_page = operation.scope is None and operation.group == "native"
-        for status in dict.fromkeys(status_of(code) for code in codes):
-            responses[str(status)] = error_response(
-                status, [code for code in codes if status_of(code) == status],
-                page=shopper_page and status == 404)
-        _narrow_path_parameters(path, doc)
-        add_examples(doc, api.spec.components.schemas)
-        if operation.scope is None:
-            continue
+    # flask-smorest registers its X-Pagination header's schema with the header; our lists
+    # page in the body (app.api.paging), so no operation refers to it.
+    api.spec.components.schemas.pop("PaginationMetadata", None)
+
+
+class OperationsPlugin(BasePlugin):
+    """Writes each declared operation's id, markers, headers, security and errors into the
+    interface document, from the same declarations that `app.web.auth` enforces: apispec's
+    plugin hooks, called for every path flask-smorest registers, with its Flask rule."""
+
+    def __init__(self, app: Flask):
+        self.app = app
+        self.spec = None
+        self.path_parameters: list = []
+
+    def init_spec(self, spec) -> None:
+        super().init_spec(spec)
+        self.spec = spec
+
+    def path_helper(self, path=None, operations=None, parameters=None, **kwargs):
+        # The path's own parameters (after flask-smorest's plugin added the rule's), which the
+        # operations' declarations narrow.
+        self.path_parameters = parameters if parameters is not None else []
+        for parameter in self.path_parameters:
+            if parameter.get("in") == "path":
+                parameter.setdefault("description", PATH_PARAMETERS.get(
+                    parameter["name"], f"The {parameter['name'].replace('_', ' ')}"))
+
+    def operation_helper(self, path=None, operations=None, rule=None, **kwargs) -> None:
+        if rule is None or not operations:
+            return
+        for method, doc in operations.items():
+            operation = declared_operation(self.app, rule.endpoint, method)
+            if operation is not None:
+                document_operation(doc, method.upper(), rule.rule, operation,
+                                   self.path_parameters, self.spec.components.schemas)
+
+
+def document_operation(doc: dict, method: str, rule: str, operation: Operation,
+                       path_parameters: list, schemas: dict) -> None:
+    doc.update({"operationId": operation.operation_id, "x-group": operation.group,
+                "x-readiness": "READY"})
+    # Status codes as the document writes them, whichever way flask-smorest gave them.
+    responses = doc["responses"] = {str(status): response
+                                    for status, response in doc.get("responses", {}).items()}
+    responses["default"] = DEFAULT_ERROR
+    _document_success(responses, operation)
+    codes = error_codes(method, rule, operation)
+    shopper_page = operation.scope is None and operation.group == "native"
+    for status in dict.fromkeys(status_of(code) for code in codes):
+        responses[str(status)] = error_response(
+            status, [code for code in codes if status_of(code) == status],
+            page=shopper_page and status == 404)
+    doc.setdefault("parameters", []).extend(
+        {"in": "query", "name": name, "required": False, "description": description,
+         "schema": {"type": "string"}} for name, description in operation.query)
+    _narrow_path_parameters(path_parameters, doc)
+    add_examples(doc, schemas)
+    if operation.scope is not None:
         doc.update({"x-lifecycle": "active", "x-scope": operation.scope,
                     "security": [{"bearerAuth": []}]})
         parameters = doc.setdefault("parameters", [])
@@ -154,18 +221,12 @@ def document_operations(api: Api, app: Flask) -> None:
             low, high = operation.idempotency
             parameters.append({"in": "header", "name": "Idempotency-Key",
                                "required": operation.idempotency_required,
-                               "schema": {"type": "string", "minLength": low, "maxLength": high}})
-        responses["422"] = validation_response()
-    _drop_unused_responses(api)
-
-
-def _drop_unused_responses(api: Api) -> None:
-    """flask-smorest refers each 422 to its own response component, which the loop above
-    replaces with ours: a component left unreferenced is noise to a linter and a generator."""
-    written = json.dumps(api.spec._paths)
-    responses = api.spec.components.responses
-    for name in [n for n in responses if f'"#/components/responses/{n}"' not in written]:
-        del responses[name]
+                               "description": idempotency_key_description(operation),
+                               "schema": {"type": "string", "minLength": low,
+                                          "maxLength": high}})
+    # Every operation can answer a 422: a query parameter it does not have, if nothing else.
+    responses["422"] = validation_response(
+        doc, schemas, _schema_ref(HTTPValidationError), _header_refs("X-Request-Id"))
 
 
 def _document_success(responses: dict, operation) -> None:
@@ -177,12 +238,14 @@ def _document_success(responses: dict, operation) -> None:
                 _header_refs("X-Request-Id", *replayed, *counted))
 
 
-def _narrow_path_parameters(path: dict, doc: dict) -> None:
+def _narrow_path_parameters(path_parameters: list, doc: dict) -> None:
     """flask-smorest documents each path argument of the rule at the path's level as a bare
     string; an operation's own declaration of it (a length, say) overrides that, but not in
     every generator, so the path level says the same."""
     own = {(p["in"], p["name"]): p for p in doc.get("parameters", []) if "$ref" not in p}
-    for index, parameter in enumerate(path.get("parameters", [])):
+    for index, parameter in enumerate(path_parameters):
         declared = own.get((parameter["in"], parameter["name"]))
         if declared is not None:
-            path["parameters"][index] = declared
+            if "description" in parameter:
+                declared.setdefault("description", parameter["description"])
+            path_parameters[index] = declared

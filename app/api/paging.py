@@ -7,17 +7,11 @@ from app.api.base import ResponseSchema, Schema
 
 
 class OffsetArgs(Schema):
-    class Meta:
-        unknown = ma.EXCLUDE
-
     offset = ma.fields.Integer(load_default=0, validate=ma.validate.Range(0, 1_000_000))
     limit = ma.fields.Integer(load_default=20, validate=ma.validate.Range(1, 100))
 
 
 class PageArgs(Schema):
-    class Meta:
-        unknown = ma.EXCLUDE
-
     page = ma.fields.Integer(load_default=1, validate=ma.validate.Range(min=1))
     page_size = ma.fields.Integer(data_key="pageSize", load_default=50,
                                   validate=ma.validate.Range(1, 200))

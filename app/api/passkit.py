@@ -115,7 +115,9 @@ class Registration(MethodView):
 
 @blp.route("/v1/devices/<deviceLibraryIdentifier>/registrations/<passTypeIdentifier>")
 class DevicePasses(MethodView):
-    @blp.operation("listUpdatedPasses", scope=None, errors=("wallet_not_configured",))
+    @blp.operation("listUpdatedPasses", scope=None, errors=("wallet_not_configured",),
+                   query={"passesUpdatedSince": "The `lastUpdated` tag of an earlier answer; "
+                          "without it, every pass of the device"})
     @blp.response(200, {"type": "object", "required": ["serialNumbers", "lastUpdated"],
                         "properties": {"serialNumbers": {"type": "array",
                                                          "items": {"type": "string"}},

@@ -37,9 +37,9 @@ def test_a_new_create_honours_a_key_without_saying_so():
         def get(self):
             return {}
 
-    assert Things.post._operation.idempotency == OPTIONAL_KEY
-    assert Things.post._operation.idempotency_required is False
-    assert Things.get._operation.idempotency is None
+    assert Things.post.operation.idempotency == OPTIONAL_KEY
+    assert Things.post.operation.idempotency_required is False
+    assert Things.get.operation.idempotency is None
 
 
 def count(db, model) -> int:

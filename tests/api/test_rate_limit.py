@@ -1,7 +1,7 @@
-"""The rate limit (docs/api.md#errors, #limits): 429 `rate_limited` with Retry-After and the
-RateLimit fields, counted per register when a request names one (X-Loyalty-Pos-Key) and per
-credential otherwise, shared through Redis, and never failing a request because its store is
-away."""
+"""The rate limit: 429 `rate_limited` with Retry-After and the RateLimit fields, counted per
+register when a request names one (X-Loyalty-Pos-Key) and per credential otherwise, shared
+through Redis, and never failing a request because its store is away. (The key's ceiling over
+all its registers: test_key_rate_ceiling.py.)"""
 from __future__ import annotations
 
 import logging
@@ -9,7 +9,6 @@ import time
 from dataclasses import replace
 
 import pytest
-from limits import parse
 from sqlalchemy import select
 
 from app import create_app
@@ -19,11 +18,18 @@ from tests.api.locations_helpers import create_store, create_terminal
 from tests.ports import free_port
 
 LIMIT = "3/minute"
+CEILING = '"key-ceiling";q=36000;w=60'
 
 
 @pytest.fixture
 def limited(settings):
     return create_app(replace(settings, api_rate_limit=LIMIT))
+
+
+def first_item(header: str) -> str:
+    """The first rate's item of a RateLimit or RateLimit-Policy field (the key's ceiling is
+    listed after it)."""
+    return header.split(", ")[0]
 
 
 def get_company(app, tenant, key=None):
@@ -44,8 +50,8 @@ def test_every_answer_to_a_key_advertises_the_policy_and_what_is_left(limited, t
     remaining = []
     for _ in range(3):
         answer = get_company(limited, tenant)
-        assert answer.headers["RateLimit-Policy"] == '"per-key";q=3;w=60'
-        name, r, t = answer.headers["RateLimit"].split(";")
+        assert answer.headers["RateLimit-Policy"] == f'"per-key";q=3;w=60, {CEILING}'
+        name, r, t = first_item(answer.headers["RateLimit"]).split(";")
         assert name == '"per-key"' and 1 <= int(t.removeprefix("t=")) <= 60
         remaining.append(int(r.removeprefix("r=")))
     assert remaining == [2, 1, 0]
@@ -75,12 +81,13 @@ def test_each_register_of_a_key_has_its_own_count_and_the_key_without_one_its_ow
         "/v1/company", headers=tenant.headers(X_Loyalty_Pos_Key=pos_key))
     answers = [at(first) for _ in range(4)]
     assert [a.status_code for a in answers] == [200, 200, 200, 429]
-    assert answers[0].headers["RateLimit-Policy"] == '"per-register";q=3;w=60'
+    assert answers[0].headers["RateLimit-Policy"] == f'"per-register";q=3;w=60, {CEILING}'
     assert "register" in answers[-1].get_json()["detail"]
     # The shop's other register, and the key's back-office requests, go on.
     assert [at(second).status_code for _ in range(3)] == [200, 200, 200]
     assert [get_company(limited, tenant).status_code for _ in range(3)] == [200, 200, 200]
-    assert get_company(limited, tenant).headers["RateLimit-Policy"] == '"per-key";q=3;w=60'
+    assert first_item(get_company(limited, tenant).headers["RateLimit-Policy"]) == (
+        '"per-key";q=3;w=60')
 
 
 def test_a_pos_key_that_names_no_active_terminal_is_refused_before_it_is_counted(limited, tenant):
@@ -111,25 +118,26 @@ def test_a_busy_key_is_counted_a_lease_at_a_time(settings, tenant, db):
     """With a large limit a process takes 20 requests from the shared count at once, serves
     them from memory, and still tells the client what is left for it."""
     apps = [create_app(replace(settings, api_rate_limit="2000/minute")) for _ in range(2)]
-    seen = [get_company(apps[0], tenant).headers["RateLimit"] for _ in range(5)]
+    seen = [first_item(get_company(apps[0], tenant).headers["RateLimit"]) for _ in range(5)]
     assert [header.split(";")[1] for header in seen] == [f"r={n}" for n in range(1999, 1994, -1)]
     # The second process's lease comes from the count Redis shares, or from its own memory.
     shared = settings.redis_url is not None
-    assert get_company(apps[1], tenant).headers["RateLimit"].split(";")[1] == (
+    assert first_item(get_company(apps[1], tenant).headers["RateLimit"]).split(";")[1] == (
         "r=1979" if shared else "r=1999")
 
     credential_id = db.scalar(select(ApiCredential.id)
                               .where(ApiCredential.company_id == tenant.company_id))
-    limit = apps[0].extensions["rate_limit"]
-    stats = limit.limiter.limiter.get_window_stats(parse("2000/minute"), "loyalty-rate",
-                                                   credential_id, "global")
+    per_key = apps[0].extensions["rate_limit"].per_key
+    counts = per_key.counts
+    counter = counts.shared if shared else counts.memory
+    stats = counter.get_window_stats(per_key.limit, "per-key", credential_id)
     # Five requests took one lease of 20 (two processes, two leases, when Redis shares them).
     assert stats.remaining == (1960 if shared else 1980)
-    assert limit.lease_size == 20
+    assert per_key.lease_size == 20
 
 
 def test_off_counts_nothing(settings, tenant):
-    app = create_app(replace(settings, api_rate_limit=None))
+    app = create_app(replace(settings, api_rate_limit=None, api_key_rate_limit=None))
     answers = [get_company(app, tenant) for _ in range(5)]
     assert {a.status_code for a in answers} == {200}
     assert "RateLimit" not in answers[-1].headers
@@ -197,13 +205,14 @@ def test_another_429_keeps_its_own_retry_after(settings, tenant):
 
 
 def test_a_process_forgets_leases_whose_window_ended(settings, monkeypatch):
-    from app.web import rate_limit
+    from app.web import rate_counts as rate_limit
 
     monkeypatch.setattr(rate_limit, "KEPT_LEASES", 2)
-    per_key = create_app(replace(settings, api_rate_limit="6000/minute")).extensions["rate_limit"]
-    per_key.take_lease("gone", 10, reset_at=0)
-    per_key.take_lease("kept", 10, reset_at=time.time() + 60)
-    per_key.take_lease("new", 10, reset_at=time.time() + 60)
+    app = create_app(replace(settings, api_rate_limit="6000/minute"))
+    per_key = app.extensions["rate_limit"].per_key
+    per_key.keep("gone", rate_limit.Lease(per_key.lease_size - 1, 10, reset_at=0))
+    per_key.keep("kept", rate_limit.Lease(per_key.lease_size - 1, 10, time.time() + 60))
+    per_key.keep("new", rate_limit.Lease(per_key.lease_size - 1, 10, time.time() + 60))
     assert set(per_key.leases) == {"kept", "new"}
     assert per_key.serve_from_lease("gone") is None
     assert per_key.serve_from_lease("kept").left == per_key.lease_size - 2

@@ -13,15 +13,11 @@ import socket
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from socket import timeout as SocketTimeout
 from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
-from urllib3.util import connection
+from urllib3.exceptions import NewConnectionError
 
 ADDRESS_NOT_ALLOWED = "address not allowed"
 _IPV6_ULA = ipaddress.ip_network("fc00::/7")
@@ -80,60 +76,35 @@ def is_public_address(address: str) -> bool:
     return ip.is_global
 
 
-class _AddressNotAllowed(NewConnectionError):
-    pass
-
-
-class _PublicOnlyHTTPSConnection(HTTPSConnection):
-    """Connects only to public addresses of the host; TLS still verifies the host's name."""
-
-    def _public_addresses(self) -> list[str]:
+def public_addresses(host: str, port: int) -> list[str]:
+    """The host's addresses a webhook may be delivered to, in the resolver's order; raises
+    socket.gaierror when the name does not resolve."""
+    addresses = []
+    for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
         try:
-            found = socket.getaddrinfo(self._dns_host, self.port, type=socket.SOCK_STREAM)
-        except socket.gaierror as error:
-            raise NameResolutionError(self.host, self, error) from error
-        addresses = []
-        for *_, sockaddr in found:
-            try:
-                if is_public_address(sockaddr[0]) and sockaddr[0] not in addresses:
-                    addresses.append(sockaddr[0])
-            except ValueError:
-                continue
-        if not addresses:
-            raise _AddressNotAllowed(self, ADDRESS_NOT_ALLOWED)
-        return addresses
-
-    def _new_conn(self) -> socket.socket:
-        failure: OSError | None = None
-        for address in self._public_addresses():
-            try:
-                return connection.create_connection(
-                    (address, self.port), self.timeout, source_address=self.source_address,
-                    socket_options=self.socket_options)
-            except SocketTimeout as error:
-                raise ConnectTimeoutError(
-                    self, f"Connection to {self.host} timed out. (connect timeout={self.timeout})",
-                ) from error
-            except OSError as error:
-                failure = error  # the host's next address may answer
-        raise NewConnectionError(self, f"Failed to establish a new connection: {failure}") from failure
+            if is_public_address(sockaddr[0]) and sockaddr[0] not in addresses:
+                addresses.append(sockaddr[0])
+        except ValueError:
+            continue
+    return addresses
 
 
-class _PublicOnlyHTTPSConnectionPool(HTTPSConnectionPool):
-    ConnectionCls = _PublicOnlyHTTPSConnection
+class _PinnedAdapter(HTTPAdapter):
+    """Connects to the address in the URL while TLS is for the webhook's host: the server name
+    sent (SNI) and the name the certificate must match (urllib3's `server_hostname` and
+    `assert_hostname` pool settings)."""
+
+    def __init__(self, host: str):
+        self.host = host
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, connections, maxsize, block=False, **pool_kwargs):
+        super().init_poolmanager(connections, maxsize, block, server_hostname=self.host,
+                                 assert_hostname=self.host, **pool_kwargs)
 
 
-class _PublicOnlyAdapter(HTTPAdapter):
-    def init_poolmanager(self, *args, **kwargs):
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {
-            "http": HTTPConnectionPool,
-            "https": _PublicOnlyHTTPSConnectionPool,
-        }
-
-
-def _address_refused(exc: BaseException) -> bool:
-    """Whether the guard's refusal lies somewhere inside what requests raised."""
+def _not_connected(exc: BaseException) -> bool:
+    """Whether the request failed before a connection was made (nothing was sent)."""
     seen: set[int] = set()
     pending: list[object] = [exc]
     while pending:
@@ -141,7 +112,7 @@ def _address_refused(exc: BaseException) -> bool:
         if not isinstance(current, BaseException) or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, _AddressNotAllowed):
+        if isinstance(current, NewConnectionError):
             return True
         pending.extend([current.__cause__, current.__context__, getattr(current, "reason", None)])
         pending.extend(current.args)
@@ -186,12 +157,41 @@ def post_event(
     if parts.scheme.lower() != "https" or not parts.hostname:
         return _no_response("only https:// urls are allowed")
 
+    if allow_private:
+        return _post(url, body, headers, timeout=timeout, ca_bundle=ca_bundle)[0]
+    try:
+        port = parts.port or 443
+        addresses = public_addresses(parts.hostname, port)
+    except ValueError:
+        return _no_response("invalid url")
+    except socket.gaierror as error:
+        return _no_response(f"NameResolutionError: {parts.hostname}: {error}"[:_ERROR_TEXT_LIMIT])
+    if not addresses:
+        return _no_response(ADDRESS_NOT_ALLOWED)
+    # The request goes to an address just checked (never to the name, which a second lookup
+    # could answer differently); the Host header and TLS are the name's.
+    host_header = parts.netloc.rsplit("@", 1)[-1]
+    outcome = None
+    for address in addresses:
+        literal = f"[{address}]" if ":" in address else address
+        pinned = parts._replace(netloc=f"{literal}:{port}").geturl()
+        outcome, connected = _post(pinned, body, {**headers, "Host": host_header},
+                                   timeout=timeout, ca_bundle=ca_bundle,
+                                   adapter=_PinnedAdapter(parts.hostname))
+        if connected:
+            return outcome
+    return outcome  # no address took the connection: the last one's failure
+
+
+def _post(url: str, body: bytes, headers: dict, *, timeout: float, ca_bundle: str | None,
+          adapter: HTTPAdapter | None = None) -> tuple[DeliveryOutcome, bool]:
+    """The outcome, and False when no connection was made (so nothing was sent)."""
     with requests.Session() as session:
         # No proxies, .netrc or CA bundle from the environment: a proxy would become the
         # connected address and defeat the check.
         session.trust_env = False
-        if not allow_private:
-            session.mount("https://", _PublicOnlyAdapter())
+        if adapter is not None:
+            session.mount("https://", adapter)
         try:
             response = session.post(
                 url,
@@ -203,18 +203,18 @@ def post_event(
                 stream=True,
             )
         except requests.Timeout:
-            return _no_response(f"timed out after {timeout:g} s")
+            return _no_response(f"timed out after {timeout:g} s"), True
         except requests.RequestException as exc:
-            if _address_refused(exc):
-                return _no_response(ADDRESS_NOT_ALLOWED)
-            return _no_response(f"{type(exc).__name__}: {exc}"[:_ERROR_TEXT_LIMIT])
+            # Refused or unreachable: the host's next address may answer.
+            connected = isinstance(exc, requests.exceptions.SSLError) or not _not_connected(exc)
+            return _no_response(f"{type(exc).__name__}: {exc}"[:_ERROR_TEXT_LIMIT]), connected
         # The receiver's body is never needed; closing without reading it bounds the work.
         response.close()
 
     retry_after = None
     if response.status_code in (429, 503):
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    return DeliveryOutcome(status=response.status_code, retry_after=retry_after, error=None)
+    return DeliveryOutcome(status=response.status_code, retry_after=retry_after, error=None), True
 
 
 def retry_delays(schedule: str) -> list[float]:
