@@ -8,8 +8,9 @@ in a window is the checkouts' own. One gunicorn (the Procfile's `web` line) serv
 window starts at a CHECKPOINT, so the full-page images a checkout pays after every checkpoint
 are in the figures (the pessimistic end: in production a checkpoint comes every few minutes).
 
-Per window: checkouts per PostgreSQL CPU second; WAL bytes, records and full-page images per
-checkout (pg_stat_wal) and by kind of record (pg_waldump --stats); per statement (the steps
+Per window: the CPU gunicorn and the database's backends spent a checkout; WAL bytes, records
+and full-page images per checkout (pg_stat_wal), and by kind of record the records' own bytes
+and the images' (pg_waldump --stats); per statement (the steps
 that send it, found by one register playing ten checkouts a request at a time) calls, time,
 rows, WAL bytes and full-page images (pg_stat_statements); per table inserts, updates and HOT
 updates (pg_stat_user_tables); per index its size and scans.
@@ -34,8 +35,9 @@ from pathlib import Path
 
 import psycopg2
 from checkout import RETURN_EVERY, HttpRegister, Tally, play, seed
-from fleet import DatabaseWatch, web_instance
+from fleet import DatabaseWatch, tree, web_instance
 from harness import ROOT  # noqa: F401  (puts the repository on sys.path)
+from machine_cpu import CpuMeter
 
 from app.config import normalise_database_url
 from app.migrate import upgrade
@@ -127,7 +129,8 @@ def window(server, database: str, url: str, shop, args) -> dict:
     dsn = url.replace("postgresql+psycopg2://", "postgresql://")
     statistics = Statistics(dsn)
     with tempfile.TemporaryDirectory(prefix="bench-share-") as folder, ExitStack() as stack:
-        port, _ = web_instance(stack, Path(folder), "direct", url, args.workers)
+        port, web = web_instance(stack, Path(folder), "direct", url, args.workers)
+        web_cpu = CpuMeter(lambda: tree(web.pid))
 
         def registers():
             return [lambda r=r: HttpRegister(port, shop.key, r, [r.customer_id])
@@ -140,10 +143,11 @@ def window(server, database: str, url: str, shop, args) -> dict:
         watch = DatabaseWatch(dsn, database)
         stack.callback(watch.close)
         watch.connection.cursor().execute("SET pg_stat_statements.track = 'none'")
+        web_cpu.start()
         with watch:
             tally, elapsed = play(registers(), args.seconds, processes=args.processes)
         wal_after = statistics.wal()
-        cpu = watch.backends.spent()
+        cpu, web_seconds = watch.backends.spent(), web_cpu.spent()
         time.sleep(2)  # backends report their table counters within a second of going idle
         statements, tables_after = statistics.statements(), statistics.tables()
         indexes_after = statistics.indexes()
@@ -159,6 +163,7 @@ def window(server, database: str, url: str, shop, args) -> dict:
     return {
         "checkouts": tally.checkouts, "checkouts_per_second": round(tally.checkouts / elapsed, 1),
         "errors": tally.errors,
+        "web_cpu_ms_per_checkout": round(web_seconds * 1000 / done, 2),
         "postgres_cpu_ms_per_checkout": round(cpu * 1000 / done, 2),
         "checkouts_per_postgres_cpu_second": round(done / cpu, 1) if cpu else None,
         "wal_bytes_per_checkout": round((wal_after["bytes"] - wal["bytes"]) / done),
