@@ -4,9 +4,10 @@ statement, at 16 registers (docs/performance.md, "The database's share of a chec
 Starts a PostgreSQL of its own (the machine's, in a temporary directory, as
 tests/deployed/backing_services.py does) with `pg_stat_statements` preloaded, so every WAL byte
 in a window is the checkouts' own. One gunicorn (the Procfile's `web` line) serves 16 registers
-(bench/checkout.py's open, quote, hold, commit and a return every tenth) for `--seconds`; each
-window starts at a CHECKPOINT, so the full-page images a checkout pays after every checkpoint
-are in the figures (the pessimistic end: in production a checkpoint comes every few minutes).
+(bench/checkout.py's open, quote, hold, commit and a return every tenth), `--checkouts` each;
+each window starts at a CHECKPOINT, so the full-page images a checkout pays after every
+checkpoint are in the figures, and as many checkouts share them in every window whatever the
+machine's speed (the WAL's records' own bytes do not depend on it at all).
 
 Per window: the CPU gunicorn and the database's backends spent a checkout; WAL bytes, records
 and full-page images per checkout (pg_stat_wal), and by kind of record the records' own bytes
@@ -20,7 +21,7 @@ the code is the same), takes turns with the current one; with `--wal-compression
 schema is measured again with `wal_compression=lz4` (an operator's setting, docs/deployment.md).
 
     .venv/bin/python bench/database_share.py [--before 0021_program_tiers_changed_at]
-        [--wal-compression] [--rounds 2] [--seconds 20] [--json FILE]
+        [--wal-compression] [--rounds 2] [--checkouts 40] [--json FILE]
 """
 from __future__ import annotations
 
@@ -145,7 +146,8 @@ def window(server, database: str, url: str, shop, args) -> dict:
         watch.connection.cursor().execute("SET pg_stat_statements.track = 'none'")
         web_cpu.start()
         with watch:
-            tally, elapsed = play(registers(), args.seconds, processes=args.processes)
+            tally, elapsed = play(registers(), args.seconds, processes=args.processes,
+                                  max_checkouts=args.checkouts)
         wal_after = statistics.wal()
         cpu, web_seconds = watch.backends.spent(), web_cpu.spent()
         time.sleep(2)  # backends report their table counters within a second of going idle
@@ -200,7 +202,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--registers", type=int, default=16)
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
-    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--seconds", type=float, default=120, help="at most, a window")
+    parser.add_argument("--checkouts", type=int, default=40,
+                        help="a register's in a window: the same count after each CHECKPOINT, "
+                             "so the full-page images a checkout pays compare between windows")
     parser.add_argument("--rounds", type=int, default=2, help="of each schema, alternated")
     parser.add_argument("--processes", type=int, default=4, help="load generator processes")
     parser.add_argument("--extra-customers", type=int, default=5_000)
