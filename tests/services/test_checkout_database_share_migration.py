@@ -33,7 +33,7 @@ def test_the_unread_index_goes_and_the_records_keep_room(fresh_database):
     upgrade(fresh_database, REVISION)
     assert _session_indexes(engine) == {"ix_checkout_sessions_expiry"}
     if postgresql:
-        assert _record_options(engine) == ["fillfactor=90"]
+        assert _record_options(engine) == ["fillfactor=30"]
 
     command.downgrade(alembic_config(fresh_database), BEFORE)
     assert "ix_checkout_sessions_receipt" in _session_indexes(engine)
