@@ -12,11 +12,17 @@ from pathlib import Path
 
 _VERB = re.compile(r"^\s*(WITH|SELECT|INSERT|UPDATE|DELETE|BEGIN|COMMIT)", re.IGNORECASE)
 _TABLES = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+(\w+)", re.IGNORECASE)
+_WRITES = re.compile(r"\b(?:INSERT INTO|UPDATE)\s+(\w+)", re.IGNORECASE)
+_FIRST_CTE = re.compile(r"^\s*WITH\s+(\w+)", re.IGNORECASE)
 
 
 def statement_name(text: str) -> str:
-    """A statement's verb and the tables it names, in order: what the table shows of it."""
+    """A statement's verb and the tables it names, in order; a WITH by its first part's name
+    and the tables it writes: what the table shows of it."""
     verb = (_VERB.match(text) or [None, "?"])[1].upper()
+    if verb == "WITH":
+        writes = list(dict.fromkeys(_WRITES.findall(text)))
+        return f"WITH {_FIRST_CTE.match(text)[1]} … (writes {', '.join(writes) or 'nothing'})"
     tables = list(dict.fromkeys(_TABLES.findall(text)))
     return f"{verb} {', '.join(tables)}".strip()
 
