@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 _VERB = re.compile(r"^\s*(WITH|SELECT|INSERT|UPDATE|DELETE|BEGIN|COMMIT)", re.IGNORECASE)
-_TABLES = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+(\w+)", re.IGNORECASE)
-_WRITES = re.compile(r"\b(?:INSERT INTO|UPDATE)\s+(\w+)", re.IGNORECASE)
+_TABLES = re.compile(r"\b(?:FROM|JOIN|INTO|(?<!FOR )UPDATE)\s+(\w+)", re.IGNORECASE)
+_WRITES = re.compile(r"\b(?:INSERT INTO|(?<!FOR )UPDATE)\s+(\w+)", re.IGNORECASE)
 _FIRST_CTE = re.compile(r"^\s*WITH\s+(\w+)", re.IGNORECASE)
 
 
