@@ -29,7 +29,6 @@ class CheckoutSession(TenantMixin, Base):
     references_company = False
     __table_args__ = (
         _customer_fk(),
-        Index("ix_checkout_sessions_receipt", "company_id", "external_receipt_id"),
         Index("ix_checkout_sessions_expiry", "state", "expires_at"),
     )
 

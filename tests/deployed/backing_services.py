@@ -44,7 +44,8 @@ def wait_for_port(port: int, timeout: float) -> None:
 class ThrowawayPostgres:
     """A cluster in a temporary directory, trust authentication, listening on 127.0.0.1 only."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, settings: dict[str, str] | None = None):
+        """`settings`: more server settings (`-c name=value`), e.g. a preloaded library."""
         self.directory = directory
         self.data = directory / "data"
         self.log = directory / "postgres.log"
@@ -56,7 +57,9 @@ class ThrowawayPostgres:
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
                   "--no-sync", "-E", "UTF8", "--locale=C.UTF-8")
         self._options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
-                         f"-c unix_socket_directories={directory} -c fsync=off")
+                         f"-c unix_socket_directories={directory} -c fsync=off"
+                         + "".join(f" -c {name}={value}"
+                                   for name, value in (settings or {}).items()))
 
     @property
     def url(self) -> str:
