@@ -4,12 +4,12 @@ update."""
 from __future__ import annotations
 
 from alembic import command
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from app.db import make_engine
 from app.migrate import alembic_config, upgrade
 
-BEFORE = "0021_program_tiers_changed_at"
 REVISION = "0024_checkout_database_share"
 
 
@@ -25,7 +25,10 @@ def _record_options(engine) -> list[str]:
 
 
 def test_the_unread_index_goes_and_the_records_keep_room(fresh_database):
-    upgrade(fresh_database, BEFORE)
+    # The revision just before this one, whichever it is now.
+    before = ScriptDirectory.from_config(alembic_config(fresh_database)).get_revision(
+        REVISION).down_revision
+    upgrade(fresh_database, before)
     engine = make_engine(fresh_database)
     postgresql = engine.dialect.name == "postgresql"
     assert "ix_checkout_sessions_receipt" in _session_indexes(engine)
@@ -35,7 +38,7 @@ def test_the_unread_index_goes_and_the_records_keep_room(fresh_database):
     if postgresql:
         assert _record_options(engine) == ["fillfactor=30"]
 
-    command.downgrade(alembic_config(fresh_database), BEFORE)
+    command.downgrade(alembic_config(fresh_database), before)
     assert "ix_checkout_sessions_receipt" in _session_indexes(engine)
     if postgresql:
         assert _record_options(engine) == []
