@@ -22,7 +22,7 @@ class OfflineSales(MethodView):
     @blp.operation("recordOfflineSale", **CHECKOUT, register_of_record=True,
                    errors=("not_found", "subscription_inactive", "receipt_already_committed",
                            "offline_sales_disabled", "offline_sale_too_old"))
-    @blp.arguments(CreateOfflineSaleRequest(), compiled=True, example=REQUEST_EXAMPLE)
+    @blp.arguments(CreateOfflineSaleRequest(), example=REQUEST_EXAMPLE)
     @blp.response(201, SaleResponse, example=RESPONSE_EXAMPLE)
     def post(self, body):
         """Book a sale the register made while it could not reach the service: no redemption,
