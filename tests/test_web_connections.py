@@ -1,18 +1,35 @@
 """The Procfile's web line and its connections: a client's connection is kept for its next
-request, and one client (silent, stuck halfway through its request, pipelining) holds up no
-other and is answered whole."""
+request, also after an answer given before the request's body was read, and one client (silent,
+stuck halfway through its request, pipelining) holds up no other and is answered
+whole."""
 from __future__ import annotations
 
 import http.client
+import re
 import socket
 import time
 
 from tests.test_procfile_web import web  # noqa: F401  (the fixture)
 
+# A body of 200 KB: more than the 64 KiB gunicorn reads of what an answer left unread.
+LARGE_BODY = b'{"phone": "+79123456789", "firstName": "' + b"a" * 200_000 + b'"}'
+
 
 def _address(web) -> tuple[str, int]:  # noqa: F811
     host, _, port = web[0].removeprefix("http://").partition(":")
     return host, int(port)
+
+
+def _answer(connection: socket.socket) -> tuple[bytes, bytes]:
+    """One answer read from `connection` (its head and its body, by Content-Length)."""
+    reader = connection.makefile("rb")
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        line = reader.readline()
+        assert line, f"closed after {head!r}"
+        head += line
+    length = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", head).group(1))
+    return head, reader.read(length)
 
 
 def test_a_connection_is_kept_for_the_clients_next_request(web):  # noqa: F811
@@ -80,3 +97,33 @@ def test_requests_pipelined_in_one_go_are_all_answered(web):  # noqa: F811
             assert chunk, f"closed after {answers.count(b'HTTP/1.1 ')} answers"
             answers += chunk
     assert answers.count(b"HTTP/1.1 ") == count
+
+
+def _post_then_get(web, head: bytes) -> tuple[bytes, bytes]:  # noqa: F811
+    """`head` with LARGE_BODY, then a GET of /health on the same connection: both heads."""
+    with socket.create_connection(_address(web), timeout=30) as connection:
+        connection.sendall(head + f"Content-Length: {len(LARGE_BODY)}\r\n\r\n".encode()
+                           + LARGE_BODY)
+        early, _ = _answer(connection)
+        connection.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        then, _ = _answer(connection)
+    return early, then
+
+
+def test_after_an_answer_before_the_body_was_read_the_connection_carries_the_next(web):  # noqa: F811
+    """A 401 to a key that is no key, sent with a body of 200 KB, is answered before the body
+    is read: the rest is read and dropped, and the connection, announced as kept, carries
+    the client's next request (gunicorn closed it, having read 64 KiB of the rest)."""
+    early, then = _post_then_get(web, b"POST /v1/customers HTTP/1.1\r\nHost: x\r\n"
+                                      b"Authorization: Bearer junk\r\n"
+                                      b"Content-Type: application/json\r\n")
+    assert early.startswith(b"HTTP/1.1 401 ") and b"connection: close" not in early.lower()
+    assert then.startswith(b"HTTP/1.1 200 ")
+
+
+def test_after_a_refused_content_type_the_connection_carries_the_next(tenant, web):  # noqa: F811
+    early, then = _post_then_get(web, (f"POST /v1/customers HTTP/1.1\r\nHost: x\r\n"
+                                       f"Authorization: Bearer {tenant.key}\r\n"
+                                       "Content-Type: text/plain\r\n").encode())
+    assert early.startswith(b"HTTP/1.1 415 ") and b"connection: close" not in early.lower()
+    assert then.startswith(b"HTTP/1.1 200 ")
