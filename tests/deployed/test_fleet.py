@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import threading
 import time
 import uuid
 from collections import Counter
@@ -54,6 +55,35 @@ def test_a_a_rolling_restart_behind_nginx_fails_no_request(fleet, figures):
     figures(**stream.tally.figures())
     assert not_answered(stream) == []
     assert_each_receipt_once(fleet, stream)
+
+
+def test_a_b_bodies_answered_before_they_are_read_fail_no_other_request(fleet, figures):
+    """Two clients send bodies of 200 KB with a key that is no key while the registers check
+    out: each is answered 401 before its body is read, no register's request gets nginx's 502,
+    and nginx sent none on a connection an instance was closing after such an answer (its
+    log would tell: the request is then sent once more, as keyed ones are)."""
+    refused, stop = [], threading.Event()
+    logged = len(fleet.nginx.errors().splitlines())
+
+    def send_junk() -> None:
+        while not stop.is_set():
+            refused.append(requests.post(
+                f"{fleet.nginx.url}/v1/customers", data=b"{" + b" " * 200_000 + b"}",
+                headers={"Authorization": "Bearer junk", "Content-Type": "application/json"},
+                timeout=30).status_code)
+
+    senders = [threading.Thread(target=send_junk, daemon=True) for _ in range(2)]
+    with CheckoutStream(fleet.registers, f"EARLY-{uuid.uuid4().hex[:6]}") as stream:
+        for sender in senders:
+            sender.start()
+        time.sleep(20)
+        stop.set()
+        for sender in senders:
+            sender.join(60)
+    figures(**stream.tally.figures(), refused=dict(Counter(refused)))
+    assert refused and set(refused) == {401}
+    assert not_answered(stream) == []
+    assert [line for line in fleet.nginx.errors().splitlines()[logged:] if "upstream" in line] == []
 
 
 def test_b_a_killed_instance_fails_at_most_what_was_in_flight_on_it(fleet, figures):
