@@ -56,11 +56,12 @@ def read_what_is_left(response: Response) -> Response:
     502. Read here, the body leaves nothing for gunicorn to refuse; nginx has sent it whole
     already (it buffers each body, up to the same limit). A body over the limit, or one whose
     chunked framing breaks, is left: gunicorn closes that connection."""
-    environ = request.environ
+    req = request._get_current_object()  # one proxy lookup (app/web/requests.py)
+    environ = req.environ
     if not environ.get("CONTENT_LENGTH") and not environ.get("HTTP_TRANSFER_ENCODING"):
         return response  # no body: most requests, nothing to look at
     try:
-        stream = request.stream  # werkzeug's, bounded by MAX_CONTENT_LENGTH
+        stream = req.stream  # werkzeug's, bounded by MAX_CONTENT_LENGTH
         while stream.read(_DROP_PART):
             pass
     except (RequestEntityTooLarge, *UNREADABLE):
