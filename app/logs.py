@@ -89,6 +89,33 @@ class JsonFormatter(logging.Formatter):
 QUIETER_LIBRARIES = ("httpx", "httpcore", "hpack", "h2", "alembic")
 
 
+class ServerLineFilter(logging.Filter):
+    """gunicorn's own lines about a request, without what the client sent (app/serving.py's
+    logging settings put it on gunicorn's error logger). gunicorn tells of a request it cannot
+    parse by quoting the line or header it could not read ("Invalid request from ip=…: Invalid
+    HTTP request line: 'GET /cards/<token>…'"), and of one whose handling failed by its path
+    ("Error handling request GET /v1/gift-cards/<code>"): a card token, a gift-card code or an
+    API key travel there. The first keeps the error's kind (its text up to the first quote or
+    colon), the second the method alone."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not isinstance(record.msg, str):
+            return True
+        if record.msg.startswith("Invalid request from "):
+            source, _, error = record.getMessage().partition(": ")
+            kind = re.split(r"['\":]", error, maxsplit=1)[0].strip()
+            record.msg, record.args = f"{source}: {kind} (what was sent is not shown)", ()
+        elif record.msg.startswith("Error handling request") and record.args:
+            # (method, path) or (path,): the path goes, a method stays if it looks like one.
+            method = record.args[0] if len(record.args) == 2 else ""
+            shown = method if isinstance(method, str) and _METHOD.fullmatch(method) else "?"
+            record.msg, record.args = "Error handling request %s (path not shown)", (shown,)
+        return True
+
+
+_METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
+
+
 def configure_logging(level: str) -> None:
     """One JSON handler on the root logger (gunicorn's settings may have put it there
     already, for its own lines: app.serving), at the configured level; every JSON handler

@@ -9,42 +9,44 @@ from pathlib import Path
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # The platform's convention: WEB_CONCURRENCY sizes the web process (processes), WEB_THREADS
-# each process's threads. Three processes of one thread on a host of two cores: while one waits
-# on PostgreSQL the others run, and a process of one thread serves each request in its own loop
-# (app/serving_worker.py). Measured under the register's load against two processes of two
-# threads: 3 x 1 served 5-6.5 % more checkouts for 4-10 % less of the workers' CPU a checkout,
-# 2 x 1 2.5 % more, 4 x 1 3 % fewer (docs/performance.md's git history, round fifteen); against four
-# sync workers, 2 x 2 served 6-8 % more, 2 x 4 as much but with the paused registers' p99 over
-# 25 ms, 2 x 8 5 % fewer (round fourteen).
+# each process's threads. gunicorn's threaded worker (gthread), as it ships. For a host of two
+# cores: three processes, so that both cores have Python to run while one process's threads all
+# wait on PostgreSQL (each process runs Python on one core at a time); two threads each, so that
+# one client that stalls halfway through its request (a half-sent header, a slow body) holds one
+# thread while the other goes on answering that process's connections. More threads a process
+# buy nothing on two cores but turns at the interpreter: measured under the register's load, two
+# processes of four threads served as much as two of two with the paused registers' p99 over
+# 25 ms; three of two served 11-23 % more checkouts than our former worker of one thread, in the
+# same turns on a loaded machine (docs/performance.md).
 workers = int(os.environ.get("WEB_CONCURRENCY") or 3)
-threads = int(os.environ.get("WEB_THREADS") or 1)
-# gunicorn's threaded worker, telling of a request it cannot parse without quoting it
-# (docs/api.md#cards) and answering every connection already made before a graceful stop, so a
-# rolling restart behind nginx fails no request (docs/api.md#limits): app/serving_worker.py and the
-# modules it names (serving_stop, serving_log, serving_heartbeat).
-worker_class = "app.serving_worker.WebWorker"
+threads = int(os.environ.get("WEB_THREADS") or 2)
+worker_class = "gthread"
 # A client's connection is kept for its next request (a register's next step, nginx's next
-# request to this instance): no connect and close a request. What the gain is made of: without
-# keep-alive two processes of four threads served no more than the sync worker did. nginx closes
-# an idle connection to an instance after 1 s (deploy/nginx/loyalty.conf), before this, so it
-# never sends a request on one this side is closing.
+# request to this instance): no connect and close a request. nginx closes an idle connection to
+# an instance after 1 s (deploy/nginx/loyalty.conf), sooner than this and sooner than the two
+# seconds a stopping gthread worker still answers on its kept connections (with
+# `Connection: close`), so nginx never sends a request on one this side is closing.
 keepalive = 5
-# SIGTERM: requests in flight finish within this many seconds (docs/api.md#availability).
+# SIGTERM: requests in flight finish within this many seconds (the service's graceful stop).
+# Connections the listening socket takes until the last worker exits are reset unserved; nginx
+# sends a request with an Idempotency-Key on one of them once more (deploy/nginx/loyalty.conf).
 graceful_timeout = 30
 # gunicorn's control socket lives under the home directory, shared by every gunicorn on the
 # host; we do not use it.
 control_socket_disable = True
-# gunicorn's own lines (start, workers booting and dying) as JSON through the app's formatter, on
-# the handler the app's loggers use too. No access log: the app logs each request once, by route
-# template, where gunicorn's line would carry the raw path (card tokens, gift-card codes); its
-# logger class does not build one either.
-logger_class = "app.serving_log.ServingLog"
+# gunicorn's own lines (start, workers booting and dying, a request it could not parse) as JSON
+# through the app's formatter, on the handler the app's loggers use too, each through a filter
+# that leaves out what the client sent (app.logs.ServerLineFilter: a card token, a gift-card code
+# or a key may be in the path or a header). No access log: the app logs each request once, by
+# route template, where gunicorn's line would carry the raw path.
 logconfig_dict = {
     "root": {"level": "INFO", "handlers": ["json"]},
     "loggers": {
-        "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
+        "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True,
+                           "filters": ["without_request_text"]},
         "gunicorn.access": {"level": "CRITICAL", "handlers": [], "propagate": False},
     },
+    "filters": {"without_request_text": {"()": "app.logs.ServerLineFilter"}},
     "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json",
                           "stream": "ext://sys.stderr"}},
     "formatters": {"json": {"()": "app.logs.JsonFormatter"}},

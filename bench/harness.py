@@ -104,7 +104,7 @@ def gunicorn_process(database_url: str, workers: int | None = None, *, tree: Pat
                      config: str | None = None, **env):
     """As `gunicorn`, yielding the master process too (its children are the workers).
 
-    The Procfile's web line (its worker, logger and metrics across workers: app/serving.py)
+    The Procfile's web line (its worker, its logs and metrics across workers: app/serving.py)
     on a port of its own with `workers` processes (None: the Procfile's number); `config`, else BENCH_GUNICORN_CONFIG, names
     another config file that builds on it (bench/worker_sampler.py). `tree` serves another
     source tree (an export of main) with this one's virtualenv; `wrapper` runs gunicorn under

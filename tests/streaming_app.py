@@ -1,6 +1,6 @@
 """A WSGI app that answers slowly, for tests/test_procfile_web.py to serve with the web's own
-gunicorn settings and worker: `/stream` writes a part every 0.3 s for 3 s, `/silent` writes
-nothing for 3 s and then one part; `/health` answers at once (it is up)."""
+gunicorn settings: `/stream` writes a part every 0.3 s for 3 s; `/health` answers at once (it
+is up)."""
 import time
 
 
@@ -8,9 +8,6 @@ def app(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain")])
     if environ["PATH_INFO"] == "/health":
         return [b"ok\n"]
-    if environ["PATH_INFO"] == "/silent":
-        time.sleep(3)
-        return [b"late\n"]
     return _parts()
 
 

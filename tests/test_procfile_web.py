@@ -1,15 +1,14 @@
 """The Procfile's `web` line as deployed (gunicorn with app.serving): no log line carries a card
-token or a gift-card code (they travel in the URL path), a chunked body over the limit is a
-413 and one with broken framing a 400, a doubled slash is a 404 (never a redirect to the Host
-header), gunicorn leaves no control socket under the home directory, every line is JSON, a
-client's connection is kept for its next request, and one client (silent, slow to close,
-pipelining) holds up no other and is answered whole."""
+token, a gift-card code or a key (they travel in the URL path and headers), a chunked body over
+the limit is a 413 and one with broken framing a 400, a doubled slash is a 404 (never a redirect
+to the Host header), gunicorn leaves no control socket under the home directory, every line is
+JSON, and an answer streamed for longer than the worker timeout comes whole. How it treats
+connections: tests/test_web_connections.py."""
 from __future__ import annotations
 
 import http.client
 import json
 import os
-import re
 import shlex
 import signal
 import socket
@@ -24,7 +23,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_PEPPER
-from tests.deployed.procfile import holding_connections
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,9 +121,9 @@ def test_no_log_line_carries_a_card_token_or_a_gift_card_code(app, client, tenan
     assert token not in written
 
 
-def test_a_malformed_request_line_is_told_by_its_method_alone(app, client, tenant, web):
-    """gunicorn refuses these before the app sees them; its warning and its HTML answer would
-    quote the line (or the header) it could not parse."""
+def test_a_malformed_request_is_logged_by_the_kind_of_its_error_alone(app, client, tenant, web):
+    """gunicorn refuses these before the app sees them; its warning would quote the line (or
+    the header) it could not parse. Its HTML answer quotes it too, to the client that sent it."""
     base, log, _ = web
     issued = app.test_cli_runner().invoke(
         args=["gift-cards", "issue", tenant.company_id, "--amount", "500.00"])
@@ -142,13 +140,13 @@ def test_a_malformed_request_line_is_told_by_its_method_alone(app, client, tenan
     for head in heads:
         answer = _raw(base, head.encode("latin-1"))
         assert answer.startswith(b"HTTP/1.1 400 "), answer
-        assert not [secret for secret in secrets if secret[8:].encode() in answer], answer
 
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     warnings = [line["message"] for line in lines if line["logger"] == "gunicorn.error"
                 and line["level"] == "WARNING"]
     assert len(warnings) == len(heads)
-    assert warnings[0] == "Invalid request from ip=127.0.0.1: InvalidRequestLine (method GET)"
+    assert warnings[0] == ("Invalid request from ip=127.0.0.1: Invalid HTTP request line "
+                           "(what was sent is not shown)")
     written = log.read_text()
     assert not [secret for secret in secrets if secret[8:] in written]
 
@@ -216,93 +214,11 @@ def test_every_line_is_json_and_each_request_is_logged_once(web):
     assert len(mentions) == 3 and all(line["route"] == "/health" for line in mentions)
 
 
-def test_a_connection_is_kept_for_the_clients_next_request(web):
-    """The registers' gain (docs/performance.md's git history, round fourteen): no connect and close
-    a request. The second request travels on the first one's socket."""
-    host, _, port = web[0].removeprefix("http://").partition(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=30)
-    try:
-        sockets = []
-        for _ in range(2):
-            connection.request("GET", "/health")
-            response = connection.getresponse()
-            response.read()
-            assert response.status == 200 and response.getheader("Connection") != "close"
-            sockets.append(connection.sock.getsockname())  # http.client reconnects if closed
-        assert sockets[0] == sockets[1]
-    finally:
-        connection.close()
-
-
-@pytest.mark.parametrize("web, web_threads", [({"WEB_THREADS": n}, n) for n in ("1", "2")],
-                         indirect=["web"])
-def test_a_silent_connection_holds_up_no_other_client(web, web_threads):
-    """A client that connects and says nothing yet (one process, WEB_CONCURRENCY=1) does not
-    keep the process from answering another; once it speaks, it is answered too. Served in the
-    worker's own loop (one thread) as from its pool (two)."""
-    host, _, port = web[0].removeprefix("http://").partition(":")
-    silent = socket.create_connection((host, int(port)), timeout=30)
-    other = http.client.HTTPConnection(host, int(port), timeout=3)  # sooner than gunicorn's 5 s
-    try:
-        time.sleep(0.2)  # the silent one accepted first
-        other.request("GET", "/health")
-        assert other.getresponse().status == 200
-        silent.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        assert silent.makefile("rb").readline().startswith(b"HTTP/1.1 200")
-    finally:
-        other.close()
-        silent.close()
-    # WEB_THREADS is read: one thread serves in the loop, two from a pool beside it.
-    [worker] = re.findall(r"Booting worker with pid: (\d+)", web[1].read_text())
-    threads = len(os.listdir(f"/proc/{worker}/task"))
-    assert threads == 1 if web_threads == "1" else threads > 1
-
-
-def test_a_client_keeping_its_end_open_after_a_closing_answer_holds_up_no_other(web):
-    """One process of one thread (the Procfile's, WEB_CONCURRENCY=1): after an answer with
-    `Connection: close` the worker waits up to two seconds for the client to close too (RFC
-    9112 §9.6), and meanwhile answers others. gunicorn's own wait blocks the process."""
-    host, _, port = web[0].removeprefix("http://").partition(":")
-    lingering = socket.create_connection((host, int(port)), timeout=30)
-    other = http.client.HTTPConnection(host, int(port), timeout=30)
-    try:
-        lingering.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        answer = b""
-        while chunk := lingering.recv(65536):  # up to the worker's half close
-            answer += chunk
-        assert answer.startswith(b"HTTP/1.1 200")
-        other.request("GET", "/health")
-        assert other.getresponse().status == 200
-        # ...answered while the worker still held the first connection, waiting on its client
-        [worker] = re.findall(r"Booting worker with pid: (\d+)", web[1].read_text())
-        assert holding_connections([int(worker)], {int(port)},
-                                   remote_ports={lingering.getsockname()[1]}) == [int(worker)]
-    finally:
-        other.close()
-        lingering.close()
-
-
-def test_requests_pipelined_in_one_go_are_all_answered(web):
-    """A thousand tiny requests sent at once, read some 450 at a time: each is answered in
-    order (gunicorn's own hand-over served each from the last one's call and ran out of
-    stack, resetting the connection)."""
-    host, _, port = web[0].removeprefix("http://").partition(":")
-    count = 1000
-    with socket.create_connection((host, int(port)), timeout=30) as client:
-        client.sendall(b"GET / HTTP/1.1\r\n\r\n" * count)
-        answers = b""
-        while answers.count(b"HTTP/1.1 404 ") < count:
-            chunk = client.recv(65536)
-            assert chunk, f"closed after {answers.count(b'HTTP/1.1 ')} answers"
-            answers += chunk
-    assert answers.count(b"HTTP/1.1 ") == count
-
-
-def test_an_answer_still_being_written_keeps_its_worker_alive_and_a_silent_one_does_not(tmp_path):
-    """The web's gunicorn settings and worker (app.serving), with a 2 s worker timeout, serving
-    tests/streaming_app.py: an answer that writes a part every 0.3 s for 3 s comes whole (each
-    part written is the worker's heartbeat); one that writes nothing for 3 s is cut off by the
-    arbiter, as gunicorn's timeout is meant to."""
+def test_an_answer_written_for_longer_than_the_worker_timeout_comes_whole(tmp_path):
+    """The web's gunicorn settings (app.serving), with a 2 s worker timeout, serving
+    tests/streaming_app.py: an answer that writes a part every 0.3 s for 3 s (a year's report,
+    streamed under load) comes whole: the arbiter's timeout is over the worker, whose loop goes
+    on while a thread writes."""
     port, log = free_port(), tmp_path / "web.log"
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
     env.update(PORT=str(port), WEB_CONCURRENCY="1", HOME=str(tmp_path))
@@ -313,8 +229,4 @@ def test_an_answer_still_being_written_keeps_its_worker_alive_and_a_silent_one_d
         body = streamed.getresponse().read()
         assert body.decode().splitlines() == [f"part {index}" for index in range(10)]
         streamed.close()
-        silent = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        silent.request("GET", "/silent")
-        with pytest.raises((http.client.RemoteDisconnected, ConnectionResetError)):
-            silent.getresponse().read()
-        assert "WORKER TIMEOUT" in log.read_text()
+        assert "WORKER TIMEOUT" not in log.read_text()

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import re
 
-from flask import Request, g, request
+from flask import Request, Response, g, request
 from gunicorn.http.errors import ParseException
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.services.errors import DomainError, InvalidField
 
@@ -46,6 +47,36 @@ def chunked_body_exceeds(req: Request, limit: int) -> bool:
     if not req.headers.get("Transfer-Encoding"):
         return False
     return len(raw_body()) >= limit and bool(read_framed(lambda: req.environ["wsgi.input"].read(1)))
+
+
+# What an answer leaves of its request's body is read in parts of this size and dropped.
+_DROP_PART = 65536
+
+
+def read_what_is_left(response: Response) -> Response:
+    """After an answer given before the request's body was read in full (a 401, 403 or 415, a
+    refused header), the rest of the body is read and dropped, up to MAX_CONTENT_LENGTH, so the
+    connection can carry the client's next request as the answer announced.
+
+    gunicorn's threaded worker announces a kept connection on every answer it may keep (it
+    drops a `Connection` header the application sets, as one that concerns the hop alone,
+    gunicorn/http/wsgi.py), then reads at most 64 KiB of what the application left and closes
+    the connection when more is left: nginx, or a client that keeps its connections, sent its
+    next request on a connection being closed, and nginx answered a POST sent on it with a
+    502. Read here, the body leaves nothing for gunicorn to refuse; nginx has sent it whole
+    already (it buffers each body, up to the same limit). A body over the limit, or one whose
+    chunked framing breaks, is left: gunicorn closes that connection."""
+    req = request._get_current_object()  # one proxy lookup (app/web/requests.py)
+    environ = req.environ
+    if not environ.get("CONTENT_LENGTH") and not environ.get("HTTP_TRANSFER_ENCODING"):
+        return response  # no body: most requests, nothing to look at
+    try:
+        stream = req.stream  # werkzeug's, bounded by MAX_CONTENT_LENGTH
+        while stream.read(_DROP_PART):
+            pass
+    except (RequestEntityTooLarge, *UNREADABLE):
+        pass
+    return response
 
 
 def json_body():

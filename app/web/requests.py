@@ -12,6 +12,7 @@ from werkzeug.exceptions import NotFound as NoRoute
 from werkzeug.routing import RequestRedirect
 
 from app.web.auth import authenticate_request
+from app.web.bodies import read_what_is_left
 from app.delivery_queue import hand_over_events
 from app.web.metrics import observe_request
 from app.web.proxies import client_address
@@ -125,4 +126,5 @@ def _client(req: Request) -> str | None:
 def register_request_hooks(app: Flask) -> None:
     app.before_request(_begin)
     app.after_request(_finish)
+    app.after_request(read_what_is_left)
     app.teardown_request(_teardown)

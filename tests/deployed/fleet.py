@@ -92,7 +92,9 @@ class ThrowawayNginx:
     def __init__(self, directory: Path, web_ports: list[int]):
         self.directory = directory / "nginx"
         self.directory.mkdir()
-        self.directory.chmod(0o777)  # nginx's workers run as nobody and write bodies here
+        # nginx's workers run as nobody and write bodies here (one over its 16 KB buffer)
+        directory.chmod(directory.stat().st_mode | 0o011)
+        self.directory.chmod(0o777)
         self.port = free_port()
         site = (DEPLOY / "nginx" / "loyalty.conf").read_text()
         site, listens = re.subn(r"(?m)^(\s*)listen 80;", rf"\1listen 127.0.0.1:{self.port};", site)

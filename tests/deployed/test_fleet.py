@@ -3,8 +3,11 @@ workers, PgBouncer in transaction mode over a database in Asia/Kathmandu. The sc
 the fleet and run in this order; what the worker killed in (e) left is checked last."""
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
+import threading
 import time
 import uuid
 from collections import Counter
@@ -54,6 +57,35 @@ def test_a_a_rolling_restart_behind_nginx_fails_no_request(fleet, figures):
     assert_each_receipt_once(fleet, stream)
 
 
+def test_a_b_bodies_answered_before_they_are_read_fail_no_other_request(fleet, figures):
+    """Two clients send bodies of 200 KB with a key that is no key while the registers check
+    out: each is answered 401 before its body is read, no register's request gets nginx's 502,
+    and nginx sent none on a connection an instance was closing after such an answer (its
+    log would tell: the request is then sent once more, as keyed ones are)."""
+    refused, stop = [], threading.Event()
+    logged = len(fleet.nginx.errors().splitlines())
+
+    def send_junk() -> None:
+        while not stop.is_set():
+            refused.append(requests.post(
+                f"{fleet.nginx.url}/v1/customers", data=b"{" + b" " * 200_000 + b"}",
+                headers={"Authorization": "Bearer junk", "Content-Type": "application/json"},
+                timeout=30).status_code)
+
+    senders = [threading.Thread(target=send_junk, daemon=True) for _ in range(2)]
+    with CheckoutStream(fleet.registers, f"EARLY-{uuid.uuid4().hex[:6]}") as stream:
+        for sender in senders:
+            sender.start()
+        time.sleep(20)
+        stop.set()
+        for sender in senders:
+            sender.join(60)
+    figures(**stream.tally.figures(), refused=dict(Counter(refused)))
+    assert refused and set(refused) == {401}
+    assert not_answered(stream) == []
+    assert [line for line in fleet.nginx.errors().splitlines()[logged:] if "upstream" in line] == []
+
+
 def test_b_a_killed_instance_fails_at_most_what_was_in_flight_on_it(fleet, figures):
     with CheckoutStream(fleet.registers, f"KILL-{uuid.uuid4().hex[:6]}") as stream:
         time.sleep(2)
@@ -93,6 +125,17 @@ def test_c_the_proxys_own_errors_answer_in_the_apps_shape(fleet):
     assert too_large.status_code == 413
     assert too_large.json()["code"] == "payload_too_large"
     assert too_large.headers["X-Request-Id"]
+    # What nginx itself refuses to read: a malformed request line, one too long, a header line
+    # too long (nginx's 494, answered 431).
+    for sent, status, code in (
+            (b"GET /v1/\x01company HTTP/1.1\r\nHost: x\r\n\r\n", 400, "bad_request"),
+            (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+            (b"GET /health HTTP/1.1\r\nHost: x\r\nX-Note: " + b"a" * 9000 + b"\r\n\r\n",
+             431, "request_header_too_large")):
+        head, _, body = _raw(fleet.nginx.port, sent).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 %d " % status), head
+        assert b"\r\nContent-Type: application/json\r\n" in head and b"\r\nX-Request-Id: " in head
+        assert json.loads(body) == {"detail": json.loads(body)["detail"], "code": code}
     for web in fleet.webs:
         web.signal(signal.SIGTERM)
         assert web.wait(60) is not None
@@ -106,6 +149,16 @@ def test_c_the_proxys_own_errors_answer_in_the_apps_shape(fleet):
     finally:
         fleet.webs = [fleet.start_instance(index) for index in range(len(fleet.webs))]
         time.sleep(NGINX_RETRY_AFTER)
+
+
+def _raw(port: int, sent: bytes) -> bytes:
+    """What nginx answers to `sent` as is, up to its closing the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(sent)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
 
 
 def test_d_two_workers_deliver_once_and_run_each_periodic_task_once(fleet, figures):
