@@ -33,8 +33,8 @@ def _answer(connection: socket.socket) -> tuple[bytes, bytes]:
 
 
 def test_a_connection_is_kept_for_the_clients_next_request(web):  # noqa: F811
-    """The registers' gain (docs/performance.md, round fourteen): no connect and close a
-    request. The second request travels on the first one's socket."""
+    """The registers' gain (docs/performance.md's git history, round fourteen): no connect and close
+    a request. The second request travels on the first one's socket."""
     host, port = _address(web)
     connection = http.client.HTTPConnection(host, port, timeout=30)
     try:
