@@ -148,6 +148,8 @@ BY_NAME = {
 
 BY_SCHEMA = {
     ("CatalogSyncItem", "name"): "The product's name on the receipt",
+    ("CreateOfflineSaleRequest", "customer"): "Who bought: the customer named exactly one way "
+                                              "(id, phone or wallet card number)",
     ("CatalogSyncRequest", "items"): "The store's whole catalog: what is not listed is removed",
     ("CatalogSyncRequest", "storeId"): "The store whose catalog this is",
     ("CatalogSyncResponse", "id"): "The sync's id",
