@@ -14,7 +14,7 @@ API_BLUEPRINTS = (
     "app.api.gift_cards", "app.api.cards", "app.api.passkit",
     "app.api.customers", "app.api.otp", "app.api.rewards",
     "app.api.stores", "app.api.terminals", "app.api.cashiers", "app.api.catalog",
-    "app.api.checkout", "app.api.sales", "app.api.campaigns", "app.api.reports",
+    "app.api.checkout", "app.api.sales", "app.api.campaigns", "app.api.reports", "app.api.audit",
 )
 
 
@@ -63,6 +63,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     configure(app, settings)
     register_database(app, settings)
     register_api(app)
+    register_portal(app, settings)
     register_rate_limit(app, settings)
     register_delivery(app, settings)
     register_metrics(app)
@@ -120,6 +121,12 @@ def register_api(app: Flask) -> None:
     register_error_handlers(app)
     register_request_hooks(app)
     app.extensions["api"] = api
+
+
+def register_portal(app: Flask, settings: Settings) -> None:
+    from app.portal import register_portal as register
+
+    register(app, settings)
 
 
 def register_rate_limit(app: Flask, settings: Settings) -> None:

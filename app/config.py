@@ -29,6 +29,8 @@ DEFAULT_RATE_LIMIT = "60000/minute"
 DEFAULT_TRUSTED_PROXIES = "127.0.0.1,::1"
 # Where `make run` serves; card links sent to shoppers are built on it, never on the Host header.
 DEVELOPMENT_BASE_URL = "http://127.0.0.1:8000"
+# The most one adjustment by a support-desk member moves either way, in kopecks (500.00).
+DEFAULT_SUPPORT_ADJUSTMENT_LIMIT = 50_000
 
 
 def normalise_database_url(url: str) -> str:
@@ -100,6 +102,21 @@ def trusted_networks(setting: str) -> tuple | None:
     return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
 
 
+def _kopecks(env: dict, name: str, default: int) -> int:
+    """An amount setting such as "500.00", in kopecks, not negative."""
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    from app.services.wire import parse_amount
+    try:
+        value = parse_amount(raw.strip())
+    except ValueError as exc:
+        raise ConfigError(f'{name} must be an amount such as "500.00", got {raw!r}') from exc
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
 def _positive(env: dict, name: str, default: int) -> int:
     value = _int(env, name, default)
     if value < 1:
@@ -131,6 +148,7 @@ class Settings:
     apns_url: str = DEFAULT_APNS_URL
     apns_ca_bundle: str | None = None
     apns_retry_schedule: str = DEFAULT_APNS_RETRY_SCHEDULE
+    support_adjustment_limit: int = DEFAULT_SUPPORT_ADJUSTMENT_LIMIT
 
     @property
     def is_sqlite(self) -> bool:
@@ -180,4 +198,6 @@ class Settings:
             apns_url=(env.get("APNS_URL") or DEFAULT_APNS_URL).rstrip("/"),
             apns_ca_bundle=env.get("APNS_CA_BUNDLE") or None,
             apns_retry_schedule=env.get("APNS_RETRY_SCHEDULE") or DEFAULT_APNS_RETRY_SCHEDULE,
+            support_adjustment_limit=_kopecks(env, "SUPPORT_ADJUSTMENT_LIMIT",
+                                              DEFAULT_SUPPORT_ADJUSTMENT_LIMIT),
         )

@@ -1,5 +1,5 @@
 """The scopes a key can hold: the spec's twelve, plus the webhook ones, the program's
-(CONTRACT §3) and the reports' (§17)."""
+(CONTRACT §3), the reports' (§17) and the audit record's."""
 
 ALL_SCOPES = (
     "company:read", "program:read", "subscription:read",
@@ -8,5 +8,5 @@ ALL_SCOPES = (
     "locations:read", "locations:write",
     "credentials:read", "credentials:write",
     "webhooks:read", "webhooks:write",
-    "program:write", "reports:read",
+    "program:write", "reports:read", "audit:read",
 )

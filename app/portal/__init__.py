@@ -1,0 +1,35 @@
+"""The back office in a browser: server-rendered pages under /portal, on the same services as
+the API. One module per area, each adding its pages to `bp`; `register_portal` sets up what
+they share (the signed-in session, CSRF, languages, the security headers)."""
+from __future__ import annotations
+
+from importlib import import_module
+
+from flask import Blueprint, Flask
+
+from app.config import Settings
+
+bp = Blueprint("portal", __name__, url_prefix="/portal", template_folder="templates",
+               static_folder="static", static_url_path="/static")
+
+# A new area of the back office is a module here that adds its views to `bp`.
+PAGE_MODULES = (
+    "app.portal.signing_in",
+    "app.portal.home",
+    "app.portal.customers",
+    "app.portal.staff",
+    "app.portal.audit",
+    "app.portal.errors",
+    "app.portal.navigation",
+)
+
+
+def register_portal(app: Flask, settings: Settings) -> None:
+    from app.portal.languages import register_languages
+    from app.portal.security import register_security
+
+    register_security(app, settings)
+    register_languages(app)
+    for module in PAGE_MODULES:
+        import_module(module)
+    app.register_blueprint(bp)
