@@ -8,6 +8,8 @@ from flask import abort, current_app, redirect, request, url_for
 from flask_login import current_user, login_required
 
 from app.db import request_session, utcnow
+from app.portal import bp
+from app.portal.security import csrf
 from app.services.audit import events as audit
 from app.services.staff import roles, signing_in
 from app.web.actors import request_address
@@ -33,6 +35,13 @@ class StaffUser:
 
     def may(self, action: str) -> bool:
         return roles.may(self.signed_in.role, action)
+
+
+@bp.before_request
+def _forms_carry_their_token() -> None:
+    """Every POST of the portal carries its session's CSRF token (field or X-CSRFToken)."""
+    if request.method == "POST":
+        csrf.protect()
 
 
 def load_member(token: str) -> StaffUser | None:

@@ -70,13 +70,7 @@ def _headers(response: Response) -> Response:
     return response
 
 
-def _protect() -> None:
-    if request.method == "POST":
-        csrf.protect()
-
-
 def register_security(app: Flask, settings: Settings) -> None:
-    from app.portal import bp
     from app.portal.access import load_member, to_sign_in
 
     app.config.update(
@@ -96,7 +90,6 @@ def register_security(app: Flask, settings: Settings) -> None:
     login_manager.init_app(app)
     login_manager.user_loader(load_member)
     login_manager.unauthorized_handler(to_sign_in)
-    bp.before_request(_protect)
     app.after_request(_headers)
 
 
