@@ -28,4 +28,5 @@ class AuditEvents(MethodView):
                                      limit=args["limit"], action=args.get("action"),
                                      actor_kind=args.get("actor_kind"),
                                      since=args.get("since"), until=args.get("until"))
-        return {"items": [events.as_record(row) for row in found], "offset": args["offset"], "limit": args["limit"], "total": total}
+        return {"items": [events.as_record(row) for row in found], "offset": args["offset"],
+                "limit": args["limit"], "total": total}
