@@ -21,7 +21,8 @@ staff_cli = AppGroup("staff", help="Back-office staff.")
 @staff_cli.command("add")
 @click.argument("email")
 @click.option("--company", "company_id", required=True, help="the company's id")
-@click.option("--role", required=True, type=click.Choice(ROLES))
+@click.option("--role", required=True, type=click.Choice(ROLES),
+              help="what the member may do in the back office (docs/back-office.md)")
 @click.option("--name", help="as the portal shows it (default: the email's name part)")
 @click.option("--password-stdin", is_flag=True,
               help="set the password read from standard input instead of printing a link")

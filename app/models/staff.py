@@ -4,18 +4,29 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKeyConstraint, Index, Integer, String
+from sqlalchemy import BigInteger, ForeignKeyConstraint, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db import Base, UtcDateTime, utcnow
 from app.models.base import TenantMixin
 
 
+class StaffEmail(Base):
+    """The emails staff sign in with, each anyone's once in the whole service: a table without
+    a company, so that a company-distributed schema can still hold the rule (the members
+    themselves are kept by company)."""
+
+    __tablename__ = "staff_emails"
+
+    email: Mapped[str] = mapped_column(String(254), primary_key=True)
+
+
 class StaffMember(TenantMixin, Base):
     __tablename__ = "staff_members"
     __table_args__ = (
-        # One person signs in by email alone, whatever their company: unique in the service.
-        Index("ux_staff_members_email", "email", unique=True),
+        UniqueConstraint("company_id", "email"),
+        # Signing in names the email alone, as a key names its digest alone.
+        Index("ix_staff_members_email", "email"),
     )
 
     email: Mapped[str] = mapped_column(String(254))  # lower-cased
@@ -26,43 +37,45 @@ class StaffMember(TenantMixin, Base):
     locale: Mapped[str | None] = mapped_column(String(8), nullable=True)
 
 
-class StaffSession(Base):
-    """A signed-in browser. The cookie carries a random token; only its digest is kept, so a
-    copy of the table signs nobody in."""
+class MemberToken:
+    """A random token given to a member: only its SHA-256 is kept, so a copy of the table
+    signs nobody in. Found by the digest alone (its own index), keyed with the company."""
+
+    company_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    token_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    staff_id: Mapped[str] = mapped_column(String(36))
+
+
+def _of_member(table: str) -> tuple:
+    return (ForeignKeyConstraint(["company_id", "staff_id"],
+                                 ["staff_members.company_id", "staff_members.id"],
+                                 ondelete="CASCADE"),
+            Index(f"ix_{table}_member", "company_id", "staff_id"),
+            Index(f"ix_{table}_token_digest", "token_digest"))
+
+
+class StaffSession(MemberToken, Base):
+    """A signed-in browser; the cookie carries the token."""
 
     __tablename__ = "staff_sessions"
-    __table_args__ = (
-        ForeignKeyConstraint(["company_id", "staff_id"],
-                             ["staff_members.company_id", "staff_members.id"], ondelete="CASCADE"),
-        Index("ix_staff_sessions_member", "company_id", "staff_id"),
-    )
+    __table_args__ = _of_member("staff_sessions")
 
-    token_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
-    company_id: Mapped[str] = mapped_column(String(36))
-    staff_id: Mapped[str] = mapped_column(String(36))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
 
 
-class StaffInvitation(Base):
+class StaffInvitation(MemberToken, Base):
     """A one-time welcome link where a new member sets their password."""
 
     __tablename__ = "staff_invitations"
-    __table_args__ = (
-        ForeignKeyConstraint(["company_id", "staff_id"],
-                             ["staff_members.company_id", "staff_members.id"], ondelete="CASCADE"),
-        Index("ix_staff_invitations_member", "company_id", "staff_id"),
-    )
+    __table_args__ = _of_member("staff_invitations")
 
-    token_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
-    company_id: Mapped[str] = mapped_column(String(36))
-    staff_id: Mapped[str] = mapped_column(String(36))
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 class SignInFailure(Base):
     """A wrong email or password, by email whether or not anyone has it: what the lockout
-    counts."""
+    counts. No company: an unknown email has none."""
 
     __tablename__ = "staff_sign_in_failures"
     __table_args__ = (Index("ix_staff_sign_in_failures_email", "email", "failed_at"),)

@@ -1,6 +1,11 @@
 """the back office in a browser: staff, their sessions and welcome links, the sign-in
 lockout's failures, and the audit record of every change
 
+Sessions and welcome links are found by their token's digest alone, and members by their
+email alone (indexes of their own), as keys are by digest; every key still leads with the
+company. An email is anyone's once in the service: `staff_emails`, a table without a
+company, holds that rule.
+
 Revision ID: 0023_staff_portal
 Revises: 0021_program_tiers_changed_at
 """
@@ -17,16 +22,26 @@ MEMBER = ["staff_members.company_id", "staff_members.id"]
 
 def _of_member(table: str) -> list:
     return [
-        sa.Column("token_digest", sa.String(length=64), nullable=False),
         sa.Column("company_id", sa.String(length=36), nullable=False),
+        sa.Column("token_digest", sa.String(length=64), nullable=False),
         sa.Column("staff_id", sa.String(length=36), nullable=False),
         sa.ForeignKeyConstraint(["company_id", "staff_id"], MEMBER, ondelete="CASCADE",
                                 name=op.f(f"fk_{table}_company_id_staff_id_staff_members")),
-        sa.PrimaryKeyConstraint("token_digest", name=op.f(f"pk_{table}")),
+        sa.PrimaryKeyConstraint("company_id", "token_digest", name=op.f(f"pk_{table}")),
     ]
 
 
+def _indexes_of_member(table: str) -> None:
+    op.create_index(f"ix_{table}_member", table, ["company_id", "staff_id"])
+    op.create_index(f"ix_{table}_token_digest", table, ["token_digest"])
+
+
 def upgrade() -> None:
+    op.create_table(
+        "staff_emails",
+        sa.Column("email", sa.String(length=254), nullable=False),
+        sa.PrimaryKeyConstraint("email", name=op.f("pk_staff_emails")),
+    )
     op.create_table(
         "staff_members",
         sa.Column("company_id", sa.String(length=36), nullable=False),
@@ -40,20 +55,20 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["company_id"], ["companies.id"],
                                 name=op.f("fk_staff_members_company_id_companies")),
         sa.PrimaryKeyConstraint("company_id", "id", name=op.f("pk_staff_members")),
+        sa.UniqueConstraint("company_id", "email", name=op.f("uq_staff_members_company_id_email")),
     )
-    op.create_index("ux_staff_members_email", "staff_members", ["email"], unique=True)
+    op.create_index("ix_staff_members_email", "staff_members", ["email"])
     op.create_table(
         "staff_sessions", *_of_member("staff_sessions"),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("last_seen_at", sa.DateTime(timezone=True), nullable=False),
     )
-    op.create_index("ix_staff_sessions_member", "staff_sessions", ["company_id", "staff_id"])
+    _indexes_of_member("staff_sessions")
     op.create_table(
         "staff_invitations", *_of_member("staff_invitations"),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
     )
-    op.create_index("ix_staff_invitations_member", "staff_invitations",
-                    ["company_id", "staff_id"])
+    _indexes_of_member("staff_invitations")
     op.create_table(
         "staff_sign_in_failures",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
@@ -91,3 +106,4 @@ def downgrade() -> None:
     op.drop_table("staff_invitations")
     op.drop_table("staff_sessions")
     op.drop_table("staff_members")
+    op.drop_table("staff_emails")

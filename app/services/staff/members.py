@@ -10,7 +10,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.models import Company, StaffInvitation, StaffMember, StaffSession
+from app.models import Company, StaffEmail, StaffInvitation, StaffMember, StaffSession
 from app.services.audit import events as audit
 from app.services.errors import Conflict, InvalidField, NotFound
 from app.services.staff import passwords
@@ -50,15 +50,18 @@ def add_member(session: Session, company_id: str, *, email: str, role: str,
     if len(name) > LONGEST_NAME:
         raise InvalidField(["body", "name"], f"must be at most {LONGEST_NAME} characters",
                            "string_too_long")
-    if session.scalar(select(StaffMember.id).where(StaffMember.email == email)) is not None:
+    role = _role(role)
+    if session.get(StaffEmail, email) is not None:
         raise Conflict("a staff member has this email already", code="staff_exists")
-    member = StaffMember(company_id=company_id, email=email, name=name, role=_role(role),
+    try:
+        with session.begin_nested():  # the same email added at the same moment elsewhere
+            session.add(StaffEmail(email=email))
+    except IntegrityError as exc:
+        raise Conflict("a staff member has this email already", code="staff_exists") from exc
+    member = StaffMember(company_id=company_id, email=email, name=name, role=role,
                          created_at=now)
     session.add(member)
-    try:
-        session.flush()
-    except IntegrityError as exc:  # the same email added at the same moment elsewhere
-        raise Conflict("a staff member has this email already", code="staff_exists") from exc
+    session.flush()
     audit.record(session, company_id, actor, "staff.added", "staff_member", member.id, at=now)
     return member
 
@@ -76,7 +79,8 @@ def invite(session: Session, member: StaffMember, now: datetime) -> str:
 
 def invited_member(session: Session, token: str, now: datetime) -> StaffMember:
     """The member a welcome token is for, while it is valid and unused."""
-    invitation = session.get(StaffInvitation, token_digest(token))
+    invitation = session.scalar(select(StaffInvitation).where(
+        StaffInvitation.token_digest == token_digest(token)))
     if invitation is None or invitation.expires_at <= now:
         raise NotFound("invitation")
     return session.get(StaffMember, (invitation.company_id, invitation.staff_id))
@@ -130,6 +134,7 @@ def remove(session: Session, member: StaffMember, *, actor: audit.Actor | None,
                                                   StaffInvitation.staff_id == member.id))
     audit.record(session, member.company_id, actor, "staff.removed", "staff_member", member.id,
                  at=now)
+    session.execute(delete(StaffEmail).where(StaffEmail.email == member.email))
     session.delete(member)
     session.flush()
 
