@@ -25,7 +25,7 @@ PAGE_MODULES = (
 
 
 def register_portal(app: Flask, settings: Settings) -> None:
-    from app.portal.languages import register_languages
+    from app.web.languages import register_languages
     from app.portal.security import register_security
 
     register_security(app, settings)

@@ -16,7 +16,7 @@ from app.errors import webargs_items
 from app.portal import bp
 from app.portal.access import (back_to, company_id, offset_arg, requires, settings,
                                staff_actor)
-from app.portal.languages import money
+from app.web.languages import money
 from app.services.customers import profiles, search
 from app.services.errors import DomainError, InvalidField
 from app.services.rewards import accounts

@@ -10,7 +10,7 @@ from app.db import request_session, utcnow
 from app.models import StaffMember
 from app.portal import bp
 from app.portal.access import StaffUser, safe_next
-from app.portal.languages import LANGUAGES
+from app.web.languages import LANGUAGES
 from app.services.errors import InvalidField, NotFound, RateLimited
 from app.services.staff import members, signing_in
 from app.web.actors import request_address
