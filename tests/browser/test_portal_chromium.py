@@ -76,9 +76,15 @@ def field(driver, name):
 
 
 def click(driver, selector):
+    """Click a link or a form's button, and wait until the page it leads to has replaced this
+    one (a click may return before the navigation ends)."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
 
+    page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.CSS_SELECTOR, selector).click()
+    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
 
 
 def test_sign_in_find_adjust_sign_out_with_no_serious_violation(browser, served, app, client,
@@ -106,7 +112,7 @@ def test_sign_in_find_adjust_sign_out_with_no_serious_violation(browser, served,
     field(browser, "q").send_keys("8 912 345-67-89")
     click(browser, "form.search button[type=submit]")
     check("search results")
-    browser.find_element(By.LINK_TEXT, "Зинаида Петрова").click()
+    click(browser, f"a[href='/portal/customers/{customer['id']}']")
     assert browser.current_url == f"{served}/portal/customers/{customer['id']}"
     assert "1 234,56 ₽" in figures(browser)  # Russian, as the browser asks
     check("profile")
