@@ -15,6 +15,7 @@ PAGE = 50
 @requires("audit")
 def audit():
     offset = offset_arg()
-    found, total = events.events(request_session(), company_id(), offset=offset, limit=PAGE)
-    return render_template("portal/audit.html", events=found, total=total, offset=offset,
-                           page=PAGE)
+    found, seen = events.events(request_session(), company_id(), offset=offset, limit=PAGE,
+                                counted=False)
+    return render_template("portal/audit.html", events=found, total=seen, offset=offset,
+                           page=PAGE, uncounted=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from app.db import utcnow
+from app.services.audit import events as audit
 from app.services.wire import format_timestamp
 from tests.api.test_customers import credit, enrol
 from tests.portal.helpers import add_staff, sign_in
@@ -88,3 +89,19 @@ def test_the_owner_reads_the_record_in_the_portal(app, client, tenant):
     html = portal.get("/portal/audit").get_data(as_text=True)
     assert html.index("staff.signed_in") < html.index("reward.adjusted") < html.index("staff.added")
     assert "all scopes" in html
+
+
+def test_the_portals_audit_page_pages_without_counting_the_record(app, tenant, db):
+    add_staff(app, tenant.company_id, "owner@example.com", "owner", name="Olga")
+    for number in range(50):
+        audit.record(db, tenant.company_id, audit.operator(), "store.created", "store",
+                     f"store-{number}", at=utcnow() - timedelta(minutes=1))
+    db.commit()
+    portal = app.test_client()
+    sign_in(portal, "owner@example.com")  # signed in, added, then the 50 older: 52 lines
+    first = portal.get("/portal/audit").get_data(as_text=True)
+    assert first.count("<code>store.created</code>") == 48 and "?offset=50" in first
+    assert "staff.added" in first
+    second = portal.get("/portal/audit?offset=50").get_data(as_text=True)
+    assert second.count("<code>store.created</code>") == 2
+    assert "offset=100" not in second

@@ -56,9 +56,11 @@ def record(session: Session, company_id: str, actor: Actor | None, action: str,
 
 def events(session: Session, company_id: str, *, offset: int, limit: int,
            action: str | None = None, actor_kind: str | None = None,
-           since: datetime | None = None, until: datetime | None = None
-           ) -> tuple[list[AuditEvent], int]:
-    """One page of the company's record, newest first, and how many match."""
+           since: datetime | None = None, until: datetime | None = None,
+           counted: bool = True) -> tuple[list[AuditEvent], int]:
+    """One page of the company's record, newest first, and how many match. Not `counted`,
+    the number is the page's end, one more when more follow: a company's record grows without
+    end, and counting it all costs more as it does."""
     where = [AuditEvent.company_id == company_id]
     if action:
         where.append(AuditEvent.action == action)
@@ -70,7 +72,9 @@ def events(session: Session, company_id: str, *, offset: int, limit: int,
         where.append(AuditEvent.created_at < until)
     rows = list(session.scalars(select(AuditEvent).where(*where)
                                 .order_by(AuditEvent.created_at.desc(), AuditEvent.id.desc())
-                                .offset(offset).limit(limit)))
+                                .offset(offset).limit(limit if counted else limit + 1)))
+    if not counted:
+        return rows[:limit], offset + len(rows)
     total = (offset + len(rows) if rows and len(rows) < limit
              else session.scalar(select(func.count()).select_from(AuditEvent).where(*where)))
     return rows, total
