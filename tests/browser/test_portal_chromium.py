@@ -100,6 +100,13 @@ def test_sign_in_find_adjust_sign_out_with_no_serious_violation(browser, served,
     def check(name):
         checked[name] = serious_violations(browser)
 
+    link = app.test_cli_runner().invoke(args=[
+        "staff", "add", "desk@example.com", "--company", tenant.company_id, "--role", "support",
+        "--name", "Desk"]).output.strip().splitlines()[-1]
+    browser.get(served + link[link.index("/portal/welcome/"):])
+    assert "desk@example.com" in browser.page_source
+    check("welcome")
+
     browser.get(f"{served}/portal/customers")
     assert browser.current_url.startswith(f"{served}/portal/login?next=")
     check("sign in")
