@@ -63,6 +63,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     configure(app, settings)
     register_database(app, settings)
     register_api(app)
+    register_languages(app)
     register_portal(app, settings)
     register_rate_limit(app, settings)
     register_delivery(app, settings)
@@ -121,6 +122,13 @@ def register_api(app: Flask) -> None:
     register_error_handlers(app)
     register_request_hooks(app)
     app.extensions["api"] = api
+
+
+def register_languages(app: Flask) -> None:
+    """Russian and English for the pages people read: the card page and the back office."""
+    from app.web.languages import register_languages as register
+
+    register(app)
 
 
 def register_portal(app: Flask, settings: Settings) -> None:

@@ -1,6 +1,6 @@
 """The back office in a browser: server-rendered pages under /portal, on the same services as
 the API. One module per area, each adding its pages to `bp`; `register_portal` sets up what
-they share (the signed-in session, CSRF, languages, the security headers)."""
+they share (the signed-in session, CSRF, the security headers)."""
 from __future__ import annotations
 
 from importlib import import_module
@@ -25,11 +25,9 @@ PAGE_MODULES = (
 
 
 def register_portal(app: Flask, settings: Settings) -> None:
-    from app.web.languages import register_languages
     from app.portal.security import register_security
 
     register_security(app, settings)
-    register_languages(app)
     for module in PAGE_MODULES:
         import_module(module)
     app.register_blueprint(bp)

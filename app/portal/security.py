@@ -8,7 +8,7 @@ import hashlib
 import hmac
 from datetime import timedelta
 
-from flask import Flask, Request, Response, redirect, request, url_for
+from flask import Flask, Request, Response, request
 from flask.sessions import SecureCookieSessionInterface, SessionInterface
 from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
@@ -92,6 +92,3 @@ def register_security(app: Flask, settings: Settings) -> None:
     login_manager.unauthorized_handler(to_sign_in)
     app.after_request(_headers)
 
-
-def sign_in_page(next_path: str | None = None):
-    return redirect(url_for("portal.sign_in", next=next_path), 303)

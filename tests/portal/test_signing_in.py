@@ -139,3 +139,21 @@ def test_signing_in_is_recorded(client, owner, db):
     assert (event.action, event.actor_kind, event.actor_name, event.target_id) == (
         "staff.signed_in", "STAFF", "Olga", owner)
     assert event.address == "127.0.0.1"
+
+
+def test_the_periodic_job_forgets_ended_sessions_and_old_failures(app, client, owner, db):
+    from worker.periodic import run_periodic_tasks
+
+    sign_in(client, "owner@example.com")
+    sign_in(app.test_client(), "owner@example.com", "a wrong password!")
+    sign_in(app.test_client(), "owner@example.com")
+    _age(db, last_seen_at=timedelta(minutes=31))
+    sign_in(app.test_client(), "owner@example.com")  # a fresh one stays
+    for failure in db.scalars(select(SignInFailure)):
+        failure.failed_at -= timedelta(minutes=15)
+    db.commit()
+    results = run_periodic_tasks(app)
+    assert results["forget ended staff sessions and old sign-in failures"] == 3
+    db.expire_all()
+    assert len(db.scalars(select(StaffSession)).all()) == 1
+    assert db.scalars(select(SignInFailure)).all() == []

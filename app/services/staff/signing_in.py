@@ -110,7 +110,11 @@ def sign_out(session: Session, token: str) -> None:
     session.execute(delete(StaffSession).where(StaffSession.token_digest == token_digest(token)))
 
 
-def clear_old_failures(session: Session, now: datetime) -> int:
-    """Failures past the window count for nothing any more."""
-    return session.execute(delete(SignInFailure).where(
+def forget_ended(session: Session, now: datetime) -> int:
+    """Periodic upkeep: sessions past their idle or absolute end (a browser closed without
+    signing out), and failures past the lockout's window, count for nothing any more."""
+    ended = session.execute(delete(StaffSession).where(
+        (StaffSession.last_seen_at <= now - IDLE)
+        | (StaffSession.created_at <= now - LONGEST_SESSION))).rowcount
+    return ended + session.execute(delete(SignInFailure).where(
         SignInFailure.failed_at <= now - FAILURE_WINDOW)).rowcount
