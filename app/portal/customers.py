@@ -34,7 +34,7 @@ def customers():
     found, total = search.find_customers(request_session(), company_id(), query, offset=offset,
                                          limit=PAGE, now=utcnow())
     return render_template("portal/customers.html", q=query, found=found, total=total,
-                           offset=offset, page=PAGE)
+                           offset=offset, page=PAGE, uncounted=True)
 
 
 def _profile(customer_id: str, *, errors: list[str] = (), form: dict | None = None,

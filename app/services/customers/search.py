@@ -19,7 +19,8 @@ LONGEST_QUERY = 100
 
 def find_customers(session: Session, company_id: str, text: str, *, offset: int, limit: int,
                    now: datetime) -> tuple[list[profiles.CustomerBalance], int]:
-    """The customers the text names, in enrolment order, and how many there are."""
+    """The customers the text names, in enrolment order, and the page's end (one more when
+    more follow: a name fragment's matches are not counted)."""
     text = text.strip()[:LONGEST_QUERY]
     if not text:
         return [], 0
@@ -38,7 +39,7 @@ def find_customers(session: Session, company_id: str, text: str, *, offset: int,
         except NotFound:
             pass
     return profiles.directory(session, company_id, query=text, offset=offset, limit=limit,
-                              now=now)
+                              now=now, counted=False)
 
 
 def _by_card_number(session: Session, company_id: str, card_number: str,
