@@ -31,6 +31,20 @@ def _of_member(table: str) -> list:
     ]
 
 
+def _of_company(table: str, *columns) -> None:
+    """A table keyed (company_id, id) with its creation time, as the models' TenantMixin."""
+    op.create_table(
+        table,
+        sa.Column("company_id", sa.String(length=36), nullable=False),
+        sa.Column("id", sa.String(length=36), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *columns,
+        sa.ForeignKeyConstraint(["company_id"], ["companies.id"],
+                                name=op.f(f"fk_{table}_company_id_companies")),
+        sa.PrimaryKeyConstraint("company_id", "id", name=op.f(f"pk_{table}")),
+    )
+
+
 def _indexes_of_member(table: str) -> None:
     op.create_index(f"ix_{table}_member", table, ["company_id", "staff_id"])
     op.create_index(f"ix_{table}_token_digest", table, ["token_digest"])
@@ -42,19 +56,13 @@ def upgrade() -> None:
         sa.Column("email", sa.String(length=254), nullable=False),
         sa.PrimaryKeyConstraint("email", name=op.f("pk_staff_emails")),
     )
-    op.create_table(
+    _of_company(
         "staff_members",
-        sa.Column("company_id", sa.String(length=36), nullable=False),
-        sa.Column("id", sa.String(length=36), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("email", sa.String(length=254), nullable=False),
         sa.Column("name", sa.String(length=100), nullable=False),
         sa.Column("role", sa.String(length=16), nullable=False),
         sa.Column("password_hash", sa.String(length=200), nullable=True),
         sa.Column("locale", sa.String(length=8), nullable=True),
-        sa.ForeignKeyConstraint(["company_id"], ["companies.id"],
-                                name=op.f("fk_staff_members_company_id_companies")),
-        sa.PrimaryKeyConstraint("company_id", "id", name=op.f("pk_staff_members")),
         sa.UniqueConstraint("company_id", "email", name=op.f("uq_staff_members_company_id_email")),
     )
     op.create_index("ix_staff_members_email", "staff_members", ["email"])
@@ -79,11 +87,8 @@ def upgrade() -> None:
     )
     op.create_index("ix_staff_sign_in_failures_email", "staff_sign_in_failures",
                     ["email", "failed_at"])
-    op.create_table(
+    _of_company(
         "audit_events",
-        sa.Column("company_id", sa.String(length=36), nullable=False),
-        sa.Column("id", sa.String(length=36), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("actor_kind", sa.String(length=16), nullable=False),
         sa.Column("actor_id", sa.String(length=36), nullable=True),
         sa.Column("actor_name", sa.String(length=254), nullable=True),
@@ -91,9 +96,6 @@ def upgrade() -> None:
         sa.Column("target_type", sa.String(length=40), nullable=False),
         sa.Column("target_id", sa.String(length=36), nullable=False),
         sa.Column("address", sa.String(length=64), nullable=True),
-        sa.ForeignKeyConstraint(["company_id"], ["companies.id"],
-                                name=op.f("fk_audit_events_company_id_companies")),
-        sa.PrimaryKeyConstraint("company_id", "id", name=op.f("pk_audit_events")),
     )
     op.create_index("ix_audit_events_company_created", "audit_events",
                     ["company_id", "created_at"])
