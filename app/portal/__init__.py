@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from flask import Blueprint, Flask
+from flask import Flask
 
 from app.config import Settings
+from app.portal.blueprint import bp
 
-bp = Blueprint("portal", __name__, url_prefix="/portal", template_folder="templates",
-               static_folder="static", static_url_path="/static")
-
-# A new area of the back office is a module here that adds its views to `bp`.
+# A new area of the back office is a module here that adds its views to `bp`
+# (app/portal/blueprint.py).
 PAGE_MODULES = (
+    "app.portal.access",
     "app.portal.signing_in",
     "app.portal.home",
     "app.portal.customers",

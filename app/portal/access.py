@@ -8,8 +8,8 @@ from flask import abort, current_app, redirect, request, url_for
 from flask_login import current_user, login_required
 
 from app.db import request_session, utcnow
-from app.portal import bp
-from app.portal.security import csrf
+from app.portal.blueprint import bp
+from app.portal.security import csrf, login_manager
 from app.services.audit import events as audit
 from app.services.staff import roles, signing_in
 from app.web.actors import request_address
@@ -44,6 +44,7 @@ def _forms_carry_their_token() -> None:
         csrf.protect()
 
 
+@login_manager.user_loader
 def load_member(token: str) -> StaffUser | None:
     signed_in = signing_in.current(request_session(), token, utcnow())
     return None if signed_in is None else StaffUser(signed_in)
@@ -57,6 +58,7 @@ def safe_next(path: str | None) -> str | None:
     return path
 
 
+@login_manager.unauthorized_handler
 def to_sign_in():
     here = request.full_path.rstrip("?") if request.query_string else request.path
     return redirect(url_for("portal.sign_in", next=safe_next(here)), 303)

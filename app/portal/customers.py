@@ -13,7 +13,7 @@ from flask_login import current_user
 from app.api.rewards_schemas import RewardAdjustmentRequest
 from app.db import request_session, utcnow
 from app.errors import webargs_items
-from app.portal import bp
+from app.portal.blueprint import bp
 from app.portal.access import (back_to, company_id, offset_arg, requires, settings,
                                staff_actor)
 from app.web.languages import money

@@ -6,7 +6,7 @@ from flask import render_template
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import Forbidden, NotFound as NoPage
 
-from app.portal import bp
+from app.portal.blueprint import bp
 from app.services.errors import NotFound
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import render_template
 from flask_login import login_required
 
-from app.portal import bp
+from app.portal.blueprint import bp
 
 
 @bp.get("/")

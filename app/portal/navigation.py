@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask_babel import lazy_gettext as _l
 
-from app.portal import bp
+from app.portal.blueprint import bp
 
 SECTIONS = [
     ("customers", "portal.customers", _l("Customers")),

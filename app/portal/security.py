@@ -71,8 +71,6 @@ def _headers(response: Response) -> Response:
 
 
 def register_security(app: Flask, settings: Settings) -> None:
-    from app.portal.access import load_member, to_sign_in
-
     app.config.update(
         SECRET_KEY=_secret_key(settings),
         SESSION_COOKIE_NAME=COOKIE,
@@ -87,8 +85,6 @@ def register_security(app: Flask, settings: Settings) -> None:
     )
     app.session_interface = PortalSessions(app.session_interface)
     csrf.init_app(app)
-    login_manager.init_app(app)
-    login_manager.user_loader(load_member)
-    login_manager.unauthorized_handler(to_sign_in)
+    login_manager.init_app(app)  # its loader and its refusal: app/portal/access.py
     app.after_request(_headers)
 

@@ -8,7 +8,7 @@ from flask_login import current_user, login_required, login_user, logout_user
 
 from app.db import request_session, utcnow
 from app.models import StaffMember
-from app.portal import bp
+from app.portal.blueprint import bp
 from app.portal.access import StaffUser, safe_next
 from app.web.languages import LANGUAGES
 from app.services.errors import InvalidField, NotFound, RateLimited

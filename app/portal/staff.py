@@ -5,7 +5,7 @@ from flask import flash, render_template, request
 from flask_babel import gettext as _
 
 from app.db import request_session, utcnow
-from app.portal import bp
+from app.portal.blueprint import bp
 from app.portal.access import back_to, company_id, requires, settings, staff_actor
 from app.services.errors import DomainError
 from app.services.staff import members

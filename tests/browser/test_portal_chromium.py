@@ -78,13 +78,23 @@ def field(driver, name):
 def click(driver, selector):
     """Click a link or a form's button, and wait until the page it leads to has replaced this
     one (a click may return before the navigation ends)."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.wait import WebDriverWait
 
     page = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.CSS_SELECTOR, selector).click()
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(page))
+
+    def replaced(_driver) -> bool:
+        # Mid-navigation Chromium may answer for the old node with an inspector error rather
+        # than a stale element: either way the page is gone.
+        try:
+            page.is_enabled()
+        except WebDriverException:
+            return True
+        return False
+
+    WebDriverWait(driver, 60).until(replaced)
 
 
 def test_sign_in_find_adjust_sign_out_with_no_serious_violation(browser, served, app, client,
