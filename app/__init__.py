@@ -15,7 +15,7 @@ API_BLUEPRINTS = (
     "app.api.customers", "app.api.otp", "app.api.rewards",
     "app.api.stores", "app.api.terminals", "app.api.cashiers", "app.api.catalog",
     "app.api.checkout", "app.api.offline_sales", "app.api.sales", "app.api.campaigns",
-    "app.api.reports",
+    "app.api.reports", "app.api.audit",
 )
 
 
@@ -64,6 +64,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     configure(app, settings)
     register_database(app, settings)
     register_api(app)
+    register_languages(app)
+    register_portal(app, settings)
     register_rate_limit(app, settings)
     register_delivery(app, settings)
     register_metrics(app)
@@ -124,6 +126,19 @@ def register_api(app: Flask) -> None:
     register_error_handlers(app)
     register_request_hooks(app)
     app.extensions["api"] = api
+
+
+def register_languages(app: Flask) -> None:
+    """Russian and English for the pages people read: the card page and the back office."""
+    from app.web.languages import register_languages as register
+
+    register(app)
+
+
+def register_portal(app: Flask, settings: Settings) -> None:
+    from app.portal import register_portal as register
+
+    register(app, settings)
 
 
 def register_rate_limit(app: Flask, settings: Settings) -> None:

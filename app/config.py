@@ -31,6 +31,8 @@ DEFAULT_KEY_RATE_LIMIT = "36000/minute"
 DEFAULT_TRUSTED_PROXIES = "127.0.0.1,::1"
 # Where `make run` serves; card links sent to shoppers are built on it, never on the Host header.
 DEVELOPMENT_BASE_URL = "http://127.0.0.1:8000"
+# The most one adjustment by a support-desk member moves either way, in kopecks (500.00).
+DEFAULT_SUPPORT_ADJUSTMENT_LIMIT = 50_000
 
 
 def normalise_database_url(url: str) -> str:
@@ -103,6 +105,21 @@ def trusted_networks(setting: str) -> tuple | None:
     return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
 
 
+def _kopecks(env: dict, name: str, default: int) -> int:
+    """An amount setting such as "500.00", in kopecks, not negative."""
+    raw = env.get(name)
+    if raw in (None, ""):
+        return default
+    from app.services.wire import parse_amount
+    try:
+        value = parse_amount(raw.strip())
+    except ValueError as exc:
+        raise ConfigError(f'{name} must be an amount such as "500.00", got {raw!r}') from exc
+    if value < 0:
+        raise ConfigError(f"{name} must not be negative, got {raw!r}")
+    return value
+
+
 def _positive(env: dict, name: str, default: int) -> int:
     value = _int(env, name, default)
     if value < 1:
@@ -138,6 +155,7 @@ class Settings:
     reports_at_once: int = 4
     report_timeout_seconds: int = 120
     web_threads: int = 1
+    support_adjustment_limit: int = DEFAULT_SUPPORT_ADJUSTMENT_LIMIT
 
     @property
     def is_sqlite(self) -> bool:
@@ -193,4 +211,6 @@ class Settings:
             report_timeout_seconds=_positive(env, "REPORT_TIMEOUT_SECONDS", 120),
             # gunicorn's threads a web process (app/serving.py reads the same variable).
             web_threads=_positive(env, "WEB_THREADS", 1),
+            support_adjustment_limit=_kopecks(env, "SUPPORT_ADJUSTMENT_LIMIT",
+                                              DEFAULT_SUPPORT_ADJUSTMENT_LIMIT),
         )

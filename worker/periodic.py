@@ -15,6 +15,7 @@ from app.db import database_unavailable, utcnow
 from app.reach import database_failure
 from app.services.checkout import holds
 from app.services.rewards import bonuses, ledger, spend, tiers, upkeep
+from app.services.staff import signing_in
 from app.services.unit_of_work import UnitOfWork
 from app.upkeep import in_batches, prune_outbox, purge_ended_keys, purge_idempotency
 from worker.context import job_session, worker_app
@@ -98,6 +99,7 @@ TASKS = [
     ("prune delivered events", prune_outbox),
     ("purge idempotency records", purge_idempotency),
     ("purge ended replaced keys", purge_ended_keys),
+    ("forget ended staff sessions and old sign-in failures", signing_in.forget_ended),
     # Last: after a change of the tier window it may take a run's while (SPEND_MOST).
     ("refresh tier spends", refresh_spends),
 ]

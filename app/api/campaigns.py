@@ -8,6 +8,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint, json_response
 from app.api.campaigns_schemas import (CampaignListArgs, CampaignListResponse, CampaignResponse,
                                        CreateCampaignRequest, UpdateCampaignRequest)
+from app.web.actors import key_actor
 from app.db import request_session, utcnow
 from app.services.program import campaigns
 
@@ -33,7 +34,8 @@ class Campaigns(MethodView):
         campaign = campaigns.create_campaign(
             request_session(), g.company_id, name=body["name"], starts_at=body["startsAt"],
             ends_at=body["endsAt"], accrual_bp=body["accrualPercent"], skus=body["skus"],
-            categories=body["categories"], store_ids=body["storeIds"], now=utcnow())
+            categories=body["categories"], store_ids=body["storeIds"], now=utcnow(),
+            actor=key_actor())
         return json_response(campaigns.campaign_as_json(campaign), 201)
 
     @blp.operation("listCampaigns", scope="program:read")
@@ -63,7 +65,8 @@ class CampaignById(MethodView):
         Another company's id is a 404.
         """
         campaign = campaigns.update_campaign(
-            request_session(), g.company_id, campaign_id, now=utcnow(), name=body.get("name"),
+            request_session(), g.company_id, campaign_id, now=utcnow(), actor=key_actor(),
+            name=body.get("name"),
             ends_at=body.get("endsAt"), active=body.get("active"))
         return json_response(campaigns.campaign_as_json(campaign), 200)
 
@@ -75,4 +78,5 @@ class CampaignById(MethodView):
         204. The campaign stops applying to new quotes but is kept, inactive, because sales name it
         as their lines' `campaignId`; it stays in the list.
         """
-        campaigns.delete_campaign(request_session(), g.company_id, campaign_id, now=utcnow())
+        campaigns.delete_campaign(request_session(), g.company_id, campaign_id, now=utcnow(),
+                                  actor=key_actor())

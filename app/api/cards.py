@@ -14,6 +14,7 @@ from app.db import request_session, utcnow
 from app.services.cards import card_page, identifiers
 from app.services.cards.wallet_pass import PassSigner
 from app.services.errors import DomainError, NotFound
+from app.web import languages
 
 log = logging.getLogger("app.cards")
 blp = Blueprint("cards", __name__, url_prefix="/cards", description="Customer loyalty cards")
@@ -87,16 +88,18 @@ class CardPage(MethodView):
         html = render_template(
             "card.html",
             card=card,
-            amount=card_page.display_amount,
+            amount=languages.amount,
             barcode=Markup(identifiers.ean13_svg(card.customer.card_number)),
             qr_code=Markup(identifiers.barcode_svg(card.customer.card_number, scale=6)),
             cities=card_page.stores_by_city(stores),
             store_count=len(stores),
             store_total=store_total,
-            pending_arrives_on=card_page.pending_arrival(card.account, stores),
+            pending_arrives_on=languages.day(card_page.pending_arrival(card.account, stores)),
             wallet_url=f"{token}.pkpass" if wallet_signer() is not None else None,
         )
-        return Response(html, 200, headers=PAGE_HEADERS, mimetype="text/html")
+        page = Response(html, 200, headers=PAGE_HEADERS, mimetype="text/html")
+        languages.remember_card_language(page)
+        return page
 
 
 @blp.route("/<token>.pkpass")

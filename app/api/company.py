@@ -8,6 +8,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint, json_response
 from app.api.company_schemas import (CompanyResponse, ProgramResponse, SubscriptionResponse,
                                      UpdateProgramRequest)
+from app.web.actors import key_actor
 from app.db import request_session, utcnow
 from app.services.program import settings
 from app.services.rewards.tiers import Tier
@@ -78,7 +79,8 @@ class ProgramView(MethodView):
                 changes[setting] = companies.NULL if body[name] is None else body[name]
         if "tierWindowDays" in body:
             changes["tier_window_days"] = body["tierWindowDays"]
-        program = settings.change_program(request_session(), g.company_id, now=utcnow(), **changes)
+        program = settings.change_program(request_session(), g.company_id, now=utcnow(),
+                                          actor=key_actor(), **changes)
         return json_response(settings.program_as_json(program), 200)
 
 

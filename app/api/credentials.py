@@ -7,6 +7,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint
 from app.api.credentials_schemas import (CreateCredentialRequest, CredentialListResponse,
                                          IssuedCredentialResponse, RotateCredentialRequest)
+from app.web.actors import key_actor
 from app.db import request_session, utcnow
 from app.web.idempotency import SECRET_SHOWN_ONCE
 from app.services.tenancy import credentials
@@ -34,7 +35,7 @@ class Credentials(MethodView):
         """
         credential, key = credentials.issue_credential(
             request_session(), g.company_id, body["name"], body["scopes"],
-            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow(),
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow(), actor=key_actor(),
             granted_by=g.principal.scopes)
         return _issued(credential, key)
 
@@ -67,7 +68,7 @@ class CredentialRotation(MethodView):
         credential, key = credentials.rotate_credential(
             request_session(), g.company_id, credential_id,
             grace_seconds=body.get("gracePeriodSeconds", 0),
-            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow(),
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow(), actor=key_actor(),
             changed_by=g.principal.scopes)
         return _issued(credential, key)
 
@@ -83,5 +84,6 @@ class CredentialById(MethodView):
         rotation of it left in its grace period. The caller's scopes must cover the credential's
         (403 `insufficient_scope`); a key may revoke itself. It stays listed with `revokedAt`.
         """
-        credentials.revoke_credential(request_session(), g.company_id, credential_id, now=utcnow(),
+        credentials.revoke_credential(request_session(), g.company_id, credential_id,
+                                      now=utcnow(), actor=key_actor(),
                                       changed_by=g.principal.scopes)

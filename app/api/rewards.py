@@ -11,6 +11,7 @@ from app.api.rewards_schemas import (RewardAccountResponse, RewardActivityPageRe
 from app.db import request_session, utcnow
 from app.services.rewards import accounts
 from app.services.wire import Balance
+from app.web.actors import key_actor
 
 blp = Blueprint("rewards", __name__, url_prefix="/v1", description="Reward accounts")
 
@@ -46,7 +47,8 @@ class RewardAdjustments(MethodView):
         """
         entry, account = accounts.adjust(request_session(), g.company_id, customer_id,
                                          amount=body["amount"], basis=body["basis"],
-                                         expires_at=body.get("expiresAt"), now=utcnow())
+                                         expires_at=body.get("expiresAt"), now=utcnow(),
+                                         actor=key_actor())
         return {"entry": entry, "balance": Balance.of(account)}
 
 

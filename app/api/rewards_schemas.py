@@ -72,6 +72,11 @@ class RewardAdjustmentResponse(ResponseSchema):
     createdAt = Timestamp(attribute="entry.created_at", required=True)
 
 
+class ActivityAuthor(ResponseSchema):
+    kind = Choice("AuthorKind", ("STAFF", "CREDENTIAL", "OPERATOR"), required=True)
+    name = ma.fields.String(required=True, allow_none=True)
+
+
 class RewardActivity(ResponseSchema):
     id = ma.fields.String(required=True)
     type = Choice("ActivityType", ENTRY_TYPES, required=True)
@@ -83,6 +88,9 @@ class RewardActivity(ResponseSchema):
     returnId = ma.fields.String(attribute="return_id", allow_none=True)
     expiresAt = Timestamp(attribute="expires_at", allow_none=True, metadata={
         "description": "When the credit's points expire (its lot's); null for other entries"})
+    author = ma.fields.Nested(ActivityAuthor, allow_none=True, metadata={
+        "description": "Who made an adjustment: a staff member in the back office, an API "
+                       "key, or the operator; null for what the service did itself"})
     createdAt = Timestamp(attribute="created_at", required=True)
 
 

@@ -8,6 +8,7 @@ from app.api.base import Blueprint
 from app.api.paging import PageArgs
 from app.api.stores_schemas import (CreateStoreRequest, PlaceDirectoryResponse, StoreListResponse,
                                     StoreResponse)
+from app.web.actors import key_actor
 from app.db import request_session, utcnow
 from app.services.locations import stores
 
@@ -26,7 +27,8 @@ class Stores(MethodView):
         store appears in the place directory and on the card page and pass); `timezone` is an IANA
         name, default Europe/Moscow. The store is active at once.
         """
-        return stores.create_store(request_session(), g.company_id, now=utcnow(), **body)
+        return stores.create_store(request_session(), g.company_id, now=utcnow(),
+                                   actor=key_actor(), **body)
 
     @blp.operation("listStores", scope="locations:read")
     @blp.arguments(PageArgs, location="query")

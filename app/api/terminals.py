@@ -8,6 +8,7 @@ from app.api.base import Blueprint
 from app.api.terminals_schemas import (CreateTerminalRequest, TerminalListArgs,
                                        TerminalListResponse, TerminalResponse,
                                        UpdateTerminalRequest)
+from app.web.actors import key_actor
 from app.db import request_session, utcnow
 from app.services.locations import stores
 
@@ -29,7 +30,8 @@ class Terminals(MethodView):
         `pos_key_in_use`), a disabled terminal's included. An unknown store is a 404.
         """
         return stores.create_terminal(request_session(), g.company_id, store_id=body["storeId"],
-                                      name=body["name"], pos_key=body["posKey"], now=utcnow())
+                                      name=body["name"], pos_key=body["posKey"], now=utcnow(),
+                                      actor=key_actor())
 
     @blp.operation("listTerminals", scope="locations:read", errors=("not_found",))
     @blp.arguments(TerminalListArgs, location="query")
@@ -57,5 +59,5 @@ class TerminalById(MethodView):
         once (403 `terminal_inactive`), and quotes of sessions it opened say TERMINAL_INACTIVE.
         """
         return stores.update_terminal(request_session(), g.company_id, terminal_id,
-                                      now=utcnow(), name=body.get("name"),
+                                      now=utcnow(), actor=key_actor(), name=body.get("name"),
                                       state=body.get("state"), store_id=body.get("storeId"))

@@ -7,6 +7,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint
 from app.api.webhooks_schemas import (CreateWebhookEndpointRequest, IssuedWebhookEndpointResponse,
                                       RotateWebhookSecretRequest, WebhookEndpointListResponse)
+from app.web.actors import key_actor
 from app.db import request_session, utcnow
 from app.web.idempotency import SECRET_SHOWN_ONCE
 from app.services.webhooks import endpoints
@@ -37,7 +38,7 @@ class WebhookEndpoints(MethodView):
         endpoint, secret = endpoints.create_endpoint(
             request_session(), g.company_id, url=body["url"], events=body["events"],
             description=body.get("description"),
-            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow())
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow(), actor=key_actor())
         return _issued(endpoint, secret)
 
     @blp.operation("listWebhookEndpoints", scope="webhooks:read")
@@ -61,7 +62,8 @@ class WebhookEndpointById(MethodView):
         204: no event is sent to it any more, including those still waiting for a retry. Another
         company's id is a 404.
         """
-        endpoints.delete_endpoint(request_session(), g.company_id, endpoint_id, now=utcnow())
+        endpoints.delete_endpoint(request_session(), g.company_id, endpoint_id, now=utcnow(),
+                                  actor=key_actor())
 
 
 @blp.route("/webhook-endpoints/<endpoint_id>/rotate-secret")
@@ -82,5 +84,5 @@ class WebhookEndpointSecretRotation(MethodView):
         endpoint, secret = endpoints.rotate_secret(
             request_session(), g.company_id, endpoint_id,
             grace_seconds=body.get("gracePeriodSeconds", endpoints.SECRET_GRACE_SECONDS),
-            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow())
+            pepper=current_app.config["SETTINGS"].api_key_pepper, now=utcnow(), actor=key_actor())
         return _issued(endpoint, secret)

@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "app.cli.ledger",
     "app.cli.customers",
     "app.cli.ops",
+    "app.cli.staff",
 )
 
 

@@ -14,6 +14,7 @@ from app.cli.session import existing_company, operator_session
 from app.db import utcnow
 from app.services import wire
 from app.services.checkout.offline import LONGEST_WINDOW_DAYS as LONGEST_OFFLINE_WINDOW_DAYS
+from app.services.audit import events as audit
 from app.services.program import settings
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
@@ -117,7 +118,8 @@ def credentials_issue(company_id, name, scopes, all_scopes):
     with operator_session() as session:
         existing_company(session, company_id)
         _, key = credentials.issue_credential(session, company_id, _name(name, "--name"), chosen,
-                                              pepper=_pepper(), now=utcnow())
+                                              pepper=_pepper(), now=utcnow(),
+                                              actor=audit.operator())
     click.echo(key)
 
 
@@ -131,7 +133,7 @@ def credentials_rotate(credential_id, grace_seconds):
         credential = _credential_anywhere(session, credential_id)
         _, key = credentials.rotate_credential(session, credential.company_id, credential_id,
                                                grace_seconds=grace_seconds, pepper=_pepper(),
-                                               now=utcnow())
+                                               now=utcnow(), actor=audit.operator())
     click.echo(key)
 
 
@@ -141,7 +143,8 @@ def credentials_revoke(credential_id):
     """Revoke a key at once."""
     with operator_session() as session:
         credential = _credential_anywhere(session, credential_id)
-        credentials.revoke_credential(session, credential.company_id, credential_id, now=utcnow())
+        credentials.revoke_credential(session, credential.company_id, credential_id, now=utcnow(),
+                                      actor=audit.operator())
     click.echo(f"revoked {credential_id}")
 
 
@@ -197,7 +200,7 @@ def programs_set(company_id, accrual_percent, max_redeem_percent, accrual_delay_
     with operator_session() as session:
         existing_company(session, company_id)
         program = settings.change_program(
-            session, company_id, now=utcnow(),
+            session, company_id, now=utcnow(), actor=audit.operator(),
             accrual_bp=_percent(accrual_percent, "--accrual-percent"),
             max_redeem_bp=_percent(max_redeem_percent, "--max-redeem-percent"),
             accrual_delay_days=accrual_delay_days,
@@ -283,7 +286,7 @@ def demo():
     from app.services.tenancy.demo import create_demo
 
     with operator_session() as session:
-        key, revoked = create_demo(session, pepper=_pepper(), now=utcnow())
+        key, revoked = create_demo(session, pepper=_pepper(), now=utcnow(), actor=audit.operator())
     for prefix in revoked:
         click.echo(f"revoked the earlier demo key {prefix}…: only the key below works now", err=True)
     click.echo(key)

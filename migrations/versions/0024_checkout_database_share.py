@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0024_checkout_database_share"
-down_revision = "0022_offline_sales"
+down_revision = "0023_staff_portal"
 branch_labels = None
 depends_on = None
 

@@ -179,7 +179,7 @@ def test_activities_list_the_ledger_newest_first(client, tenant, customer, app, 
     assert (pending["type"], pending["amount"], pending["status"]) == ("ACCRUAL", "5.00", "PENDING")
     assert pending["availableAt"] > pending["createdAt"]
     assert set(first) == {"id", "type", "amount", "status", "availableAt", "basis", "saleId",
-                          "returnId", "createdAt", "expiresAt"}
+                          "returnId", "createdAt", "expiresAt", "author"}
     assert first["saleId"] is None and first["returnId"] is None
 
 

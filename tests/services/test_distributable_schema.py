@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from sqlalchemy import inspect
 
-REFERENCE_TABLES = {"companies", "allowed_webhook_hosts", "sweep_marks"}
+# staff_emails holds each back-office email once in the service; staff_sign_in_failures counts
+# failures by an email that may be no one's.
+REFERENCE_TABLES = {"companies", "allowed_webhook_hosts", "sweep_marks", "staff_emails",
+                    "staff_sign_in_failures"}
 OURS = "alembic_version"
 
 

@@ -74,7 +74,7 @@ def test_demo_prints_a_key_with_every_scope(app, client, db):
     assert db.scalar(select(Store.channels)) == "MINIAPP"
     assert db.scalar(select(Terminal.state)) == "ACTIVE"
     scopes = client.get("/v1/api-credentials", headers=headers).get_json()["items"][0]["scopes"]
-    assert len(scopes) == 16 and "reports:read" in scopes
+    assert len(scopes) == 17 and "reports:read" in scopes and "audit:read" in scopes
 
 
 def test_demo_again_reuses_its_company_and_reissues_the_key(app, client, db):

@@ -3,7 +3,7 @@ page and the Apple Wallet pass show."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import bindparam, func, select
@@ -96,13 +96,12 @@ def wallet_locations(session: Session, company_id: str) -> list[dict]:
              "relevantText": f"{store.name} is nearby: your card is ready"} for store in stores]
 
 
-def pending_arrival(account: RewardAccount, stores: list[Store]) -> str | None:
-    """When the next pending bonuses become available, as a date in the shops' time zone."""
+def pending_arrival(account: RewardAccount, stores: list[Store]) -> date | None:
+    """The day the next pending bonuses become available, in the shops' time zone."""
     if not account.pending or account.next_maturity_at is None:
         return None
     zone = ZoneInfo(stores[0].timezone if stores else DEFAULT_TIMEZONE)
-    day = account.next_maturity_at.astimezone(zone)
-    return f"{day.day} {day:%B %Y}"
+    return account.next_maturity_at.astimezone(zone).date()
 
 
 def display_amount(kopecks: int) -> str:

@@ -24,6 +24,9 @@ CARD_NUMBER_TRIES = 5
 # A name page walked in enrolment order reads at most this many customers per match before the
 # matches themselves give the page (see _name_page).
 WALK_PER_MATCH = 2
+# How many customers, in enrolment order, an uncounted name search walks before it asks the
+# name index instead.
+WALK_UNCOUNTED = 20_000
 
 # The directory's name search runs over "first last", lower-cased by the database, kept in
 # CustomerName.full_name; migration 0008_customer_names fills it with this same expression.
@@ -153,17 +156,23 @@ def find_by_phone(session: Session, company_id: str, phone: str, now: datetime) 
 
 def directory(session: Session, company_id: str, *, query: str | None = None,
               minimum_available: int | None = None, offset: int = 0, limit: int = 20,
-              now: datetime) -> tuple[list[CustomerBalance], int]:
+              now: datetime, counted: bool = True) -> tuple[list[CustomerBalance], int]:
     """One page of customers in enrolment order (the same instant: by card number), with
     balances, and how many match. `query` is a fragment of the phone's digits when it is
-    written as a number, else a fragment of the name (case-insensitive)."""
+    written as a number, else a fragment of the name (case-insensitive). Not `counted`, a
+    name fragment's number is the page's end, one more when more follow (the back office's
+    search: counting a common fragment's matches costs more than finding its page)."""
     floor = None
     if minimum_available is not None:
         # Beyond the largest balance kept nobody qualifies (and the number fits no column).
         floor = (RewardAccount.available >= minimum_available
                  if minimum_available <= LARGEST_BALANCE else false())
     digits = phones.digits_fragment(query) if query else None
-    if query and digits is None and floor is None:
+    if query and digits is None and floor is None and not counted:
+        rows = _name_page_uncounted(session, company_id, _name_pattern(query), offset, limit + 1)
+        total = offset + len(rows)
+        rows = rows[:limit]
+    elif query and digits is None and floor is None:
         rows, total = _name_page(session, company_id, _name_pattern(query), offset, limit)
     elif query:
         rows, total = _matching_page(session, company_id, _matches(company_id, query, digits, floor),
@@ -207,6 +216,22 @@ def _name_page(session: Session, company_id: str, pattern: str, offset: int,
     if len(rows) >= min(limit, total - offset):
         return rows, total
     return _matching_page(session, company_id, _name_matches(company_id, pattern), offset, limit)
+
+
+def _name_page_uncounted(session: Session, company_id: str, pattern: str, offset: int,
+                         limit: int) -> list:
+    """A name fragment's page without its total: the walk in enrolment order over the first
+    WALK_UNCOUNTED customers finds a common fragment's page; where it falls short (a rare
+    fragment, a deep page) the matches themselves, few for a rare fragment, give it."""
+    walked = (select(Customer.card_number, Customer.created_at, FULL_NAME.label("full_name"))
+              .where(Customer.company_id == company_id).order_by(*_ENROLMENT_ORDER)
+              .limit(WALK_UNCOUNTED).subquery("walked"))
+    page = select(walked.c.card_number, walked.c.created_at).where(
+        walked.c.full_name.like(pattern, escape="\\"))
+    rows = _page_of(session, company_id, page, offset, limit)
+    if len(rows) >= limit:
+        return rows
+    return _page_of(session, company_id, _name_matches(company_id, pattern), offset, limit)
 
 
 def _name_matches(company_id: str, pattern: str):

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.db import insert_of
 from app.models import Cashier, Store, Terminal
 from app.models.base import new_id
+from app.services.audit import events as audit
 from app.services.errors import Conflict, NotFound
 from app.services.tenancy import companies
 
@@ -36,12 +37,13 @@ def _page(session: Session, query, page: int, page_size: int) -> Page:
 
 def create_store(session: Session, company_id: str, *, name: str, address: str, city: str,
                  latitude: float, longitude: float, channels: list[str], timezone: str,
-                 now: datetime) -> Store:
+                 now: datetime, actor: audit.Actor | None = None) -> Store:
     store = Store(company_id=company_id, name=name, address=address, city=city,
                   latitude=latitude, longitude=longitude, channels=" ".join(sorted(set(channels))),
                   timezone=timezone, active=True, created_at=now)
     session.add(store)
     session.flush()
+    audit.record(session, company_id, actor, "store.created", "store", store.id, at=now)
     return store
 
 
@@ -131,7 +133,7 @@ def _take_register_slot(session: Session, company_id: str, *, pos_key: str | Non
 
 
 def create_terminal(session: Session, company_id: str, *, store_id: str, name: str,
-                    pos_key: str | None, now: datetime) -> Terminal:
+                    pos_key: str | None, now: datetime, actor: audit.Actor | None = None) -> Terminal:
     """A new ACTIVE register bound to a store of the company."""
     get_store(session, company_id, store_id)
     _take_register_slot(session, company_id, pos_key=pos_key)
@@ -139,12 +141,13 @@ def create_terminal(session: Session, company_id: str, *, store_id: str, name: s
                         pos_key=pos_key, created_at=now, updated_at=now)
     session.add(terminal)
     session.flush()
+    audit.record(session, company_id, actor, "terminal.created", "terminal", terminal.id, at=now)
     return terminal
 
 
 def update_terminal(session: Session, company_id: str, terminal_id: str, *, now: datetime,
                     name: str | None = None, state: str | None = None,
-                    store_id: str | None = None) -> Terminal:
+                    store_id: str | None = None, actor: audit.Actor | None = None) -> Terminal:
     """Rename, move to another store of the company, disable (frees a register slot) or
     enable again (takes one, within the limit)."""
     if state is not None and state not in TERMINAL_STATES:
@@ -163,6 +166,8 @@ def update_terminal(session: Session, company_id: str, terminal_id: str, *, now:
     if changed:
         terminal.updated_at = now
         session.flush()
+        audit.record(session, company_id, actor, "terminal.updated", "terminal", terminal.id,
+                     at=now)
     return terminal
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Campaign, Program, Store
+from app.services.audit import events as audit
 from app.services.errors import Conflict, InvalidField, NotFound
 from app.services.wire import format_percent, format_timestamp
 
@@ -60,7 +61,7 @@ def _check_stores(session: Session, company_id: str, store_ids: list[str]) -> No
 
 def create_campaign(session: Session, company_id: str, *, name: str, starts_at: datetime,
                     ends_at: datetime, accrual_bp: int, skus: list[str], categories: list[str],
-                    store_ids: list[str], now: datetime) -> Campaign:
+                    store_ids: list[str], now: datetime, actor: audit.Actor | None = None) -> Campaign:
     """The lists are kept without repeats, in their order; a store that is not the company's
     is named at its place in the list as given."""
     if store_ids:
@@ -76,6 +77,7 @@ def create_campaign(session: Session, company_id: str, *, name: str, starts_at: 
                         store_ids=json.dumps(store_ids), active=True, created_at=now)
     session.add(campaign)
     session.flush()
+    audit.record(session, company_id, actor, "campaign.created", "campaign", campaign.id, at=now)
     return campaign
 
 
@@ -106,7 +108,8 @@ def _is_live(active: bool, ends_at: datetime, now: datetime) -> bool:
 
 def update_campaign(session: Session, company_id: str, campaign_id: str, *, now: datetime,
                     name: str | None = None, ends_at: datetime | None = None,
-                    active: bool | None = None) -> Campaign:
+                    active: bool | None = None, actor: audit.Actor | None = None,
+                    action: str = "campaign.updated") -> Campaign:
     """A change that makes the campaign live again (resumed, or an ended one given a later
     end) takes a live slot as a new campaign does. The campaign is read under the program
     row's lock, so what it was is what the change before this one left."""
@@ -123,10 +126,12 @@ def update_campaign(session: Session, company_id: str, campaign_id: str, *, now:
         if value is not None:
             setattr(campaign, field, value)
     session.flush()
+    audit.record(session, company_id, actor, action, "campaign", campaign.id, at=now)
     return campaign
 
 
 def delete_campaign(session: Session, company_id: str, campaign_id: str, *,
-                    now: datetime) -> None:
+                    now: datetime, actor: audit.Actor | None = None) -> None:
     """Kept, inactive: sales name it."""
-    update_campaign(session, company_id, campaign_id, now=now, active=False)
+    update_campaign(session, company_id, campaign_id, now=now, active=False, actor=actor,
+                    action="campaign.ended")

@@ -7,6 +7,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app.models import Program
+from app.services.audit import events as audit
 from app.services.rewards import tiers
 from app.services.tenancy import companies
 from app.services.webhooks.outbox import record_event
@@ -37,7 +38,8 @@ def program_as_json(program: Program) -> dict:
 
 def change_program(session: Session, company_id: str, *, now: datetime,
                    tier_list: list[tiers.Tier] | None = None,
-                   tier_window_days: int | None | object = UNCHANGED, **changes) -> Program:
+                   tier_window_days: int | None | object = UNCHANGED,
+                   actor: audit.Actor | None = None, **changes) -> Program:
     """Apply the changes given (None: unchanged), `program.updated`. A new window moves its
     version: each customer's spend is recounted over it on the next touch or by the periodic
     job (app/services/rewards/spend.py), so no account is locked here."""
@@ -58,4 +60,5 @@ def change_program(session: Session, company_id: str, *, now: datetime,
         program.tier_window_version += 1
         session.flush()
     record_event(session, company_id, "program.updated", program_as_json(program))
+    audit.record(session, company_id, actor, "program.updated", "program", company_id, at=now)
     return program

@@ -9,6 +9,7 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, Program, RewardAccount, RewardLot
+from app.services.audit import events as audit
 from app.services.errors import InvalidField, NotFound
 from app.services.rewards import bounds, expiry, ledger, lots, spend, tiers
 from app.services.rewards.account import Account
@@ -116,11 +117,12 @@ def _promotion_end(expires_at: datetime | None, amount: int, now: datetime) -> d
 
 
 def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, basis: str,
-           now: datetime, expires_at: datetime | None = None) -> tuple[dict, Account]:
+           now: datetime, expires_at: datetime | None = None,
+           actor: audit.Actor | None = None) -> tuple[dict, Account]:
     """A manual credit (ACTIVE at once; a lot until `expires_at`, by default the program's
     lifetime) or debit (never beyond the available balance: 409 insufficient_balance), as one
-    ADJUSTMENT entry under the account's row lock. The entry comes back as the values of its
-    row."""
+    ADJUSTMENT entry under the account's row lock, recorded in the audit as `actor`'s. The
+    entry comes back as the values of its row."""
     if amount == 0:
         raise ValueError("an adjustment is not zero")
     promotion_end = _promotion_end(expires_at, amount, now)
@@ -138,19 +140,25 @@ def adjust(session: Session, company_id: str, customer_id: str, *, amount: int, 
     else:
         entry = ledger.debit_available(account, -amount, type="ADJUSTMENT", now=now, basis=basis)
     record_event(session, company_id, "reward.adjusted", ledger.adjustment_as_json(entry, account))
+    audit.record(session, company_id, actor, "reward.adjusted", "ledger_entry", entry["id"], at=now)
     return entry, account
 
 
 def activities(session: Session, company_id: str, customer_id: str, *, offset: int, limit: int,
                now: datetime) -> tuple[list[dict], int]:
     """One page of the customer's ledger, newest first (each entry with its lot's expiresAt:
-    null but for credits), and the number of entries."""
+    null but for credits, and its author: who made it by hand, else null), and the number of
+    entries."""
     get_account(session, company_id, customer_id, now)  # 404 for a stranger; matures what is due
     ids = {"company_id": company_id, "customer_id": customer_id}
     entries = [{**{column.key: getattr(entry, column.key) for column in LedgerEntry.__table__.c},
                 "expires_at": expires_at}
                for entry, expires_at in session.execute(
                    _ACTIVITIES, {**ids, "offset": offset, "limit": limit})]
+    made = audit.authors(session, company_id,
+                         [entry["id"] for entry in entries if entry["type"] == "ADJUSTMENT"])
+    for entry in entries:
+        entry["author"] = made.get(entry["id"])
     total = (offset + len(entries) if entries and len(entries) < limit
              else session.scalar(_ACTIVITY_COUNT, ids))
     return entries, total

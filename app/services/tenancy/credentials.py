@@ -9,6 +9,7 @@ from sqlalchemy import and_, bindparam, or_, select, union_all, update
 from sqlalchemy.orm import Session
 
 from app.models import ApiCredential, PreviousKey, Terminal
+from app.services.audit import events as audit
 from app.services.errors import Forbidden, NotFound
 from app.services.locations.stores import RegisterTerminal
 from app.services.tenancy import keys, previous_keys
@@ -20,7 +21,8 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 def issue_credential(session: Session, company_id: str, name: str, scopes: list[str], *,
                      pepper: str, now: datetime,
-                     granted_by: frozenset[str] | None = None) -> tuple[ApiCredential, str]:
+                     granted_by: frozenset[str] | None = None,
+                     actor: audit.Actor | None = None) -> tuple[ApiCredential, str]:
     unknown = [scope for scope in scopes if scope not in ALL_SCOPES]
     if unknown:
         raise ValueError(f"unknown scopes: {', '.join(unknown)}")
@@ -33,6 +35,8 @@ def issue_credential(session: Session, company_id: str, name: str, scopes: list[
                                created_at=now)
     session.add(credential)
     session.flush()
+    audit.record(session, company_id, actor, "credential.issued", "credential", credential.id,
+                 at=now)
     return credential, key
 
 
@@ -66,7 +70,8 @@ def _require_scopes(wanted: set[str], held: frozenset[str], refusal: str) -> Non
 
 def rotate_credential(session: Session, company_id: str, credential_id: str, *, grace_seconds: int,
                       pepper: str, now: datetime,
-                      changed_by: frozenset[str] | None = None) -> tuple[ApiCredential, str]:
+                      changed_by: frozenset[str] | None = None,
+                      actor: audit.Actor | None = None) -> tuple[ApiCredential, str]:
     credential = _credential_to_change(session, company_id, credential_id, changed_by)
     if credential.revoked_at is not None:
         raise NotFound("credential")
@@ -79,16 +84,21 @@ def rotate_credential(session: Session, company_id: str, credential_id: str, *, 
     credential.prefix = keys.display_prefix(key)
     credential.rotated_at = now
     session.flush()
+    audit.record(session, company_id, actor, "credential.rotated", "credential", credential.id,
+                 at=now)
     return credential, key
 
 
 def revoke_credential(session: Session, company_id: str, credential_id: str, *, now: datetime,
-                      changed_by: frozenset[str] | None = None) -> None:
+                      changed_by: frozenset[str] | None = None,
+                      actor: audit.Actor | None = None) -> None:
     credential = _credential_to_change(session, company_id, credential_id, changed_by)
     if credential.revoked_at is None:
         credential.revoked_at = now
         previous_keys.end_all(session, credential)
         session.flush()
+        audit.record(session, company_id, actor, "credential.revoked", "credential",
+                     credential.id, at=now)
 
 
 @dataclass(frozen=True)

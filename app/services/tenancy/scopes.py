@@ -1,5 +1,5 @@
 """The scopes a key can hold: the spec's twelve, plus the webhook ones, the program's
-(docs/api.md#keys) and the reports' (docs/api.md#reports)."""
+(docs/api.md#keys), the reports' (docs/api.md#reports) and the audit record's."""
 
 ALL_SCOPES = (
     "company:read", "program:read", "subscription:read",
@@ -8,5 +8,5 @@ ALL_SCOPES = (
     "locations:read", "locations:write",
     "credentials:read", "credentials:write",
     "webhooks:read", "webhooks:write",
-    "program:write", "reports:read",
+    "program:write", "reports:read", "audit:read",
 )

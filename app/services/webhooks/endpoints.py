@@ -12,6 +12,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.models import AllowedWebhookHost, WebhookEndpoint
+from app.services.audit import events as audit
 from app.services.errors import InvalidField, NotFound
 from app.services.webhooks.sealing import seal, unseal
 from app.services.webhooks.signing import new_endpoint_secret
@@ -121,7 +122,7 @@ def decrypt_secret(pepper: str, token: str) -> str:
 
 def create_endpoint(session: Session, company_id: str, *, url: str, events: list[str],
                     description: str | None, pepper: str,
-                    now: datetime) -> tuple[WebhookEndpoint, str]:
+                    now: datetime, actor: audit.Actor | None = None) -> tuple[WebhookEndpoint, str]:
     """A new ACTIVE endpoint and its secret (returned once, stored only encrypted)."""
     try:
         host = url_host(url)
@@ -136,11 +137,13 @@ def create_endpoint(session: Session, company_id: str, *, url: str, events: list
                                secret_encrypted=encrypt_secret(pepper, secret))
     session.add(endpoint)
     session.flush()
+    audit.record(session, company_id, actor, "webhook_endpoint.created", "webhook_endpoint",
+                 endpoint.id, at=now)
     return endpoint, secret
 
 
 def rotate_secret(session: Session, company_id: str, endpoint_id: str, *, grace_seconds: int,
-                  pepper: str, now: datetime) -> tuple[WebhookEndpoint, str]:
+                  pepper: str, now: datetime, actor: audit.Actor | None = None) -> tuple[WebhookEndpoint, str]:
     """A new secret for the endpoint (returned once, stored only encrypted); the one it replaces
     still signs deliveries for `grace_seconds`. Only that one: a secret two rotations old stops
     at once, so a delivery carries at most two signatures. Concurrent rotations take turns on
@@ -156,6 +159,8 @@ def rotate_secret(session: Session, company_id: str, endpoint_id: str, *, grace_
                                             if keeps_previous else None)
     endpoint.secret_encrypted = encrypt_secret(pepper, secret)
     session.flush()
+    audit.record(session, company_id, actor, "webhook_endpoint.secret_rotated",
+                 "webhook_endpoint", endpoint.id, at=now)
     return endpoint, secret
 
 
@@ -177,7 +182,8 @@ def list_endpoints(session: Session, company_id: str) -> list[WebhookEndpoint]:
         .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id)))
 
 
-def delete_endpoint(session: Session, company_id: str, endpoint_id: str, *, now: datetime) -> None:
+def delete_endpoint(session: Session, company_id: str, endpoint_id: str, *, now: datetime,
+                    actor: audit.Actor | None = None) -> None:
     """Kept as DELETED (its deliveries refer to it); nothing more is sent to it."""
     deleted = session.execute(
         update(WebhookEndpoint)
@@ -187,6 +193,8 @@ def delete_endpoint(session: Session, company_id: str, endpoint_id: str, *, now:
         .execution_options(synchronize_session=False))
     if deleted.rowcount == 0:
         raise NotFound("webhook endpoint")
+    audit.record(session, company_id, actor, "webhook_endpoint.deleted", "webhook_endpoint",
+                 endpoint_id, at=now)
 
 
 def endpoint_events(endpoint: WebhookEndpoint) -> list[str]:
