@@ -36,7 +36,8 @@ DEFAULT_SUPPORT_ADJUSTMENT_LIMIT = 50_000
 
 
 def normalise_database_url(url: str) -> str:
-    """psycopg2 is our driver; SQLAlchemy 2.1 would pick psycopg 3 for a bare postgresql://."""
+    """psycopg2 is our driver; SQLAlchemy 2.1 would pick psycopg 3 for a bare postgresql://
+    (measured dearer a checkout: docs/performance.md)."""
     for plain in ("postgres://", "postgresql://"):
         if url.startswith(plain):
             return "postgresql+psycopg2://" + url[len(plain):]

@@ -18,8 +18,7 @@ from sqlalchemy.types import TypeDecorator
 
 from app.config import normalise_database_url
 from app.delivery_queue import hand_over_events
-from app.services.text_transactions import is_open
-from app.utc_timestamps import read_timestamps_as_utc
+from app.timestamptz import read_timestamps_as_utc
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -108,8 +107,7 @@ def make_engine(url: str) -> Engine:
         return engine
     # No startup options and no session settings: PgBouncer in transaction pooling refuses
     # the one and would leak the other. The session's time zone is the database's own, so
-    # the driver reads every timestamptz as UTC (rows the unit of work reads straight from
-    # it included), as the ORM's UtcDateTime gives them.
+    # the driver is given a reader of timestamptz that answers in UTC (app/timestamptz.py).
     engine = create_engine(normalise_database_url(url), pool_size=5, max_overflow=10,
                            pool_recycle=1800, hide_parameters=True)
     event.listen(engine, "connect", read_timestamps_as_utc)
@@ -124,9 +122,6 @@ def _discard_if_closed_by_server(dbapi_connection, _record, _proxy) -> None:
     trip (a pre-ping would cost one on every request)."""
     if dbapi_connection.closed:
         raise exc.DisconnectionError("connection closed")
-    if dbapi_connection.autocommit or is_open(dbapi_connection):
-        # A request's transaction in text not ended (app/services/text_transactions.py).
-        raise exc.DisconnectionError("connection handed back inside a transaction")
     poller = select.poll()  # not select.select: it fails on descriptors past 1024
     poller.register(dbapi_connection.fileno(), select.POLLIN)
     if poller.poll(0):

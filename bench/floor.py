@@ -145,10 +145,8 @@ class Replayer:
     """Replays a trace on one connection; each call to `checkout` is a fresh checkout."""
 
     def __init__(self, database_dsn: str, trace: Trace, stable: set[str]):
+        # A request is one transaction, begun and committed by the driver, as the app's are.
         self.connection = psycopg2.connect(database_dsn)
-        # The app's transactions travel in its statements' text (BEGIN with a request's first,
-        # COMMIT with its last: app/services/unit_of_work.py), so psycopg2 must add neither.
-        self.connection.autocommit = True
         self.trace = trace
         self.ids = CapturedIds(trace, stable)
 
@@ -175,7 +173,8 @@ class Replayer:
         return parameters
 
     def replay_step(self, cursor, step: str, fresh: dict, shift: timedelta) -> None:
-        """One request's statements, as captured, with this checkout's ids and times."""
+        """One request's statements, as captured, with this checkout's ids and times, in a
+        transaction of their own."""
         for statement, parameters, many in self.trace.steps[step]:
             params = self._params(parameters, fresh, shift)
             if many and isinstance(params, list):  # a batch of "insertmanyvalues"
@@ -184,6 +183,7 @@ class Replayer:
                 cursor.execute(statement, params)
                 if cursor.description is not None:
                     cursor.fetchall()
+        cursor.connection.commit()  # the request's transaction, as the app ends it
 
     def checkout(self, register: Register, steps, now: datetime, on_step) -> None:
         """One checkout of `steps` for `register`; `on_step(step)` is called as each step
@@ -193,7 +193,7 @@ class Replayer:
         for step in steps:
             done = on_step(step)
             with self.connection.cursor() as cursor:
-                self.replay_step(cursor, step, fresh, shift)  # its own BEGIN and COMMIT included
+                self.replay_step(cursor, step, fresh, shift)
             done()
 
     def history(self, registers: list[Register], now: datetime, days: int = 30) -> None:

@@ -176,11 +176,9 @@ def _edge(*names: str) -> tuple[str, ...]:
 LAYERS = (  # the first that a sampled stack passes through names its layer (innermost first)
     ("logging", ("logging/__init__", "app/logs.py", *_edge("requests.py:_log"))),
     ("metrics", ("prometheus_client", *_edge("metrics.py"))),
-    # The unit of work's statements, SQLAlchemy's session and psycopg2 (a C call is sampled
-    # in the Python frame that made it).
-    ("statement execution in the driver", ("psycopg2", "sqlalchemy", "unit_of_work.py",
-                                           "driver_statements.py", "sql_literals.py",
-                                           "text_transactions.py", "utc_timestamps.py")),
+    # The unit of work's statements, SQLAlchemy and the driver, psycopg or psycopg2 (a C
+    # call is sampled in the Python frame that made it).
+    ("statement execution in the driver", ("psycopg", "sqlalchemy", "unit_of_work.py")),
     ("JSON encoding", ("json/encoder", "json/__init__.py:dumps", "orjson")),
     ("JSON decoding", ("json/decoder", "json/__init__.py:loads", *_edge("bodies.py"))),
     ("response building", ("app/api/base.py:json_response", "resources.py:as_json",
@@ -398,10 +396,14 @@ def main() -> None:
         parser.error("--ceiling is served: with --served")
     from checkout import seed  # also puts the repository on sys.path
     from harness import bench_database
+    from sqlalchemy.engine import make_url
 
     trees = ({"this": args.tree} | ({"baseline": args.baseline} if args.baseline else {})
              | ({"ceiling": args.tree} if args.ceiling else {}))
     with bench_database() as url, ExitStack() as servers:
+        # Each tree picks its own driver for a bare postgresql:// (app/config.py's
+        # normalise_database_url), as its DATABASE_URL would give it.
+        url = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         # Register 0 is the floor's (bench/floor.py captured a checkout and a return on it):
         # the trees take the next ones, alike.
         shop = seed(url, registers=len(trees) + 1, extra_customers=1000, history=0)

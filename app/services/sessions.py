@@ -4,10 +4,9 @@ connection that makes the ORM's session only when something uses it).
 """
 from __future__ import annotations
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, exc
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.services.text_transactions import end_in_text, owes_begin
 from app.services.unit_of_work import UnitOfWork
 
 
@@ -71,37 +70,21 @@ class RequestSession:
     def __init__(self, factory: sessionmaker[WorkSession]):
         self._factory = factory
         self._connection = None
-        self._text = None  # the driver's connection while its transaction is in text
         self._orm: WorkSession | None = None
         self._work: UnitOfWork | None = None
         self._committed_events: list = []
 
     def connection(self):
         """The request's connection, in a transaction begun here (the ORM session, if made,
-        joins it rather than beginning its own). Asked for by anything but the unit of work,
-        a transaction in text whose BEGIN is still owed goes back to the driver, which begins
-        it as usual (its named cursors, for one, need that); one already begun stays in text."""
-        connection = self.connection_for_work()
-        if self._text is not None and owes_begin(self._text):
-            self._end("ROLLBACK")  # nothing was sent: this only hands it back to the driver
-        return connection
-
-    def connection_for_work(self):
-        """The request's connection in a transaction begun here. On PostgreSQL the
-        transaction is one in text (app/services/text_transactions.py): the driver in autocommit
-        until it ends, its BEGIN owed to the first statement, which the unit of work sends.
-        After a commit the next use begins anew."""
+        joins it rather than beginning its own). After a commit the next use begins anew."""
         connection = self._connection
         if connection is None:
             connection = self._connection = self._factory.kw["bind"].connect()
         if not connection.in_transaction():
-            if self._text is not None:  # SQLAlchemy ended one the server may still have open
-                self._end("ROLLBACK")
             connection.begin()
-            if connection.dialect.name == "postgresql":
-                self._text = connection.connection.dbapi_connection
-                self._text.autocommit = True
         return connection
+
+    connection_for_work = connection  # what a unit of work sends its statements on
 
     def in_transaction(self) -> bool:
         return ((self._connection is not None and self._connection.in_transaction())
@@ -153,49 +136,33 @@ class RequestSession:
             # Its writes and the unit of work's are sent; the transaction is the connection's.
             self._orm.commit()
         elif work is not None:
-            work.commit()  # with the COMMIT of a transaction in text, in its last round trip
+            work.commit()
             self._work = None
         if self._connection is not None:
-            self._end("COMMIT")
             self._connection.commit()
         if work is not None:  # its events are the delivery queue's once committed, not before
             self._committed_events.extend(work.events)
 
     def rollback(self) -> None:
         self._work = None
-        if self._orm is not None:
-            self._orm.rollback()  # rolls the connection's transaction back too
-        if self._connection is not None:
-            self._end("ROLLBACK")
-            self._connection.rollback()
+        try:
+            if self._orm is not None:
+                self._orm.rollback()  # rolls the connection's transaction back too
+            if self._connection is not None:
+                self._connection.rollback()
+        except exc.DBAPIError as error:
+            # The server gone: SQLAlchemy has invalidated the connection (the pool discards
+            # it, and the server ended the transaction); the error being answered stands.
+            if not error.connection_invalidated:
+                raise
 
     def close(self) -> None:
         self._work = None
         if self._orm is not None:
             self._orm.close()
         if self._connection is not None:
-            self._end("ROLLBACK")  # a transaction a failed commit left open
-            self._connection.close()
+            self._connection.close()  # rolls back a transaction a failed commit left open
             self._connection = None
-
-    def _end(self, verb: str) -> None:
-        """The end of a transaction in text: its COMMIT or ROLLBACK, if the server still has
-        it open, and the driver back to its own transactions before the connection goes back
-        to the pool. An end that cannot be sent leaves the connection invalidated (the pool
-        discards it), so no transaction of ours is ever handed on."""
-        dbapi_connection, self._text = self._text, None
-        if dbapi_connection is None or dbapi_connection.closed:
-            return
-        try:
-            end_in_text(self._connection, dbapi_connection, verb)
-        except Exception:
-            if not self._connection.invalidated:
-                self._connection.invalidate()
-            if verb == "COMMIT":
-                raise
-        finally:
-            if not dbapi_connection.closed:
-                dbapi_connection.autocommit = False
 
     def take_committed_events(self) -> list:
         events, self._committed_events = self._committed_events, []

@@ -16,7 +16,7 @@ def _commit_statement(shop, session_id: str, quote_id: str):
     session = shop.app.extensions["session_factory"]()
     try:
         return UnitOfWork.of(session).run(COMMITTED_MOVE.with_context, {
-            "company": shop.tenant.company_id, "session_id": session_id, "quote_id": quote_id,
+            "company": shop.tenant.company_id, "session_id": session_id, "quote": quote_id,
             "now": utcnow()}).one()
     finally:
         session.rollback()

@@ -32,7 +32,7 @@ def _samples(directory: Path, stacks: dict[str, int]) -> Path:
 
 def test_the_workers_samples_by_layer_gunicorns_own_loop_a_layer_of_its_own(tmp_path):
     stacks = {
-        ";".join(IN_FLASK + ["execute (/srv/app/services/driver_statements.py)"]): 5,
+        ";".join(IN_FLASK + ["run (/srv/app/services/unit_of_work.py)"]): 5,
         ";".join(IN_FLASK + ["quote_receipt (/srv/app/services/checkout/quotes.py)"]): 3,
         # Accepting comes before `handle`: gunicorn's own all the same.
         ";".join([f"run ({SITE}/gunicorn/workers/sync.py)",

@@ -25,7 +25,7 @@ from app.services.webhooks.outbox import record_event
 SESSION_EXPIRED_REASON = "checkout session expired"
 
 _KEY = session_key()
-_HELD = state_move(SESSIONS.c.latest_quote_id == bindparam("quote_id"), also=lock_once_moved,
+_HELD = state_move(SESSIONS.c.latest_quote_id == bindparam("quote"), also=lock_once_moved,
                    state=HELD)
 _OPENED = state_move(SESSIONS.c.state == HELD, from_seen=False, state=OPEN)
 _EXPIRED = update(SESSIONS).where(*_KEY).values(state=EXPIRED)
@@ -74,7 +74,7 @@ def place_hold(session: Session, company_id: str, session_id: str, *, quote_id: 
     account's row lock; the hold lasts the program's holdTtlSeconds."""
     work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
-        ctx, moved = read_and_move(work, _HELD, _key(company_id, session_id, quote_id=quote_id))
+        ctx, moved = read_and_move(work, _HELD, _key(company_id, session_id, quote=quote_id))
         check_for_redemption(ctx, now)
         touched = hold_has_expired(ctx, now)
         if ctx.state == HELD and not touched:
@@ -130,7 +130,7 @@ def release_hold(session: Session, company_id: str, session_id: str, *, reason: 
     whose time ran out answers as EXPIRED."""
     work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
-        ctx, moved = read_and_move(work, _OPENED, _key(company_id, session_id, quote_id=None))
+        ctx, moved = read_and_move(work, _OPENED, _key(company_id, session_id, quote=None))
         if ctx.state != HELD:
             raise Conflict(f"a release needs a HELD session; this one is {ctx.state}")
         if moved:

@@ -83,7 +83,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
     skus = sorted({line["sku"] for line in lines if line.get("sku")})
     for _ in range(ATTEMPTS):
         ctx, moved = read_and_move(work, QUOTED, {"company": company_id, "session_id": session_id,
-                                                  "quote_id": None, "new_quote_id": quote_id,
+                                                  "quote": None, "new_quote_id": quote_id,
                                                   "skus": skus})
         check_not_expired(ctx, now)
         touched = hold_has_expired(ctx, now)

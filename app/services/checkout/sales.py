@@ -41,7 +41,7 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     work = UnitOfWork.of(session)
     for _ in range(ATTEMPTS):
         ctx, moved = read_and_move(work, COMMITTED_MOVE, {
-            "company": company_id, "session_id": session_id, "quote_id": quote_id, "now": now})
+            "company": company_id, "session_id": session_id, "quote": quote_id, "now": now})
         check_for_redemption(ctx, now)
         if ctx.state not in (OPEN, HELD):
             raise Conflict(f"a commit needs an OPEN or HELD session; this one is {ctx.state}")

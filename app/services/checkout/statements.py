@@ -38,6 +38,9 @@ _OF_SESSION_COMPANY = {table: table.c.company_id == SESSIONS.c.company_id
 _ACCOUNT_OF_SESSION = (_OF_SESSION_COMPANY[_ACCOUNTS],
                        _ACCOUNTS.c.customer_id == SESSIONS.c.customer_id)
 
+# The quote is named by the parameter `quote`, not `quote_id`: a parameter named as a column
+# of a table an UPDATE here changes (holds.quote_id, in the commit's capture) is taken by
+# SQLAlchemy as a value to SET there.
 # Everything an operation on a session needs, in one statement: the session, the program's
 # percents, tiers and campaigns' version, the subscription, the named quote, the terminal's state, the store's time zone,
 # the active hold, the account's balance, spend and birthday, and any sale already made for the receipt. The
@@ -78,7 +81,7 @@ CONTEXT = (
         .join(_PROGRAMS, _PROGRAMS.c.company_id == SESSIONS.c.company_id)
         .join(_SUBSCRIPTIONS, _SUBSCRIPTIONS.c.company_id == SESSIONS.c.company_id)
         .outerjoin(QUOTES, and_(QUOTES.c.company_id == SESSIONS.c.company_id,
-                                QUOTES.c.id == bindparam("quote_id"),
+                                QUOTES.c.id == bindparam("quote"),
                                 QUOTES.c.checkout_session_id == SESSIONS.c.id)))
     .where(*session_key())
 )
@@ -197,7 +200,7 @@ def _capture_once_moved(context, moved):
 
 # The commit's move; on PostgreSQL with the capture of its hold, then its account's lock.
 COMMITTED_MOVE = state_move(
-    SESSIONS.c.latest_quote_id == bindparam("quote_id"), state=COMMITTED,
+    SESSIONS.c.latest_quote_id == bindparam("quote"), state=COMMITTED,
     also=lambda context, moved: (*_capture_once_moved(context, moved),
                                  *lock_once_moved(context, moved)))
 # Ends the session's active hold: EXPIRED if its time is up, else RELEASED.
