@@ -7,6 +7,8 @@ from flask_babel import lazy_gettext as _l
 from app.portal.blueprint import bp
 
 SECTIONS = [
+    ("dashboard", "portal.home", _l("Dashboard")),
+    ("reports", "portal.liability_report", _l("Reports")),
     ("customers", "portal.customers", _l("Customers")),
     ("staff", "portal.staff", _l("Staff")),
     ("audit", "portal.audit", _l("Audit log")),
