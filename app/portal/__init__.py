@@ -17,6 +17,7 @@ PAGE_MODULES = (
     "app.portal.signing_in",
     "app.portal.dashboard",
     "app.portal.reports",
+    "app.portal.program",
     "app.portal.customers",
     "app.portal.staff",
     "app.portal.audit",

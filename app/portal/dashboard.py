@@ -7,8 +7,8 @@ from flask import render_template
 from app.api.reports_schemas import PeriodArgs
 from app.db import utcnow
 from app.portal import charts
-from app.portal.blueprint import bp
 from app.portal.access import requires
+from app.portal.blueprint import bp
 from app.portal.report_runs import default_period, read_query, report_slot
 from app.services.reports.ledger import ledger_movements
 from app.services.reports.liability import liability

@@ -10,6 +10,7 @@ SECTIONS = [
     ("dashboard", "portal.home", _l("Dashboard")),
     ("reports", "portal.liability_report", _l("Reports")),
     ("customers", "portal.customers", _l("Customers")),
+    ("program", "portal.program", _l("Program")),
     ("staff", "portal.staff", _l("Staff")),
     ("audit", "portal.audit", _l("Audit log")),
 ]

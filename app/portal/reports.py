@@ -10,12 +10,20 @@ from flask import render_template, request
 from flask_babel import lazy_gettext as _l
 
 from app.api.report_csv import report_csv
-from app.api.reports_schemas import (LedgerPeriod, LedgerReport, LedgerReportArgs,
-                                     LiabilityReport, PeriodArgs, ProgramReport, RegisterGroup,
-                                     RegisterReport, RegisterReportArgs)
+from app.api.reports_schemas import (
+    LedgerPeriod,
+    LedgerReport,
+    LedgerReportArgs,
+    LiabilityReport,
+    PeriodArgs,
+    ProgramReport,
+    RegisterGroup,
+    RegisterReport,
+    RegisterReportArgs,
+)
 from app.db import utcnow
-from app.portal.blueprint import bp
 from app.portal.access import requires
+from app.portal.blueprint import bp
 from app.portal.report_runs import default_period, read_query, report_slot
 from app.services.reports.ledger import ledger_movements
 from app.services.reports.liability import liability

@@ -154,9 +154,10 @@ def test_sign_in_find_adjust_sign_out_with_no_serious_violation(browser, served,
     for name, path in (("dashboard", "/portal/"), ("staff", "/portal/staff"),
                        ("audit", "/portal/audit"), ("not found", "/portal/customers/nobody"),
                        ("liability", "/portal/reports/liability"),
+                       ("program", "/portal/program"),
                        ("ledger", f"/portal/reports/ledger?{period}&groupBy=month"),
                        ("registers", f"/portal/reports/registers?{period}"),
-                       ("program", f"/portal/reports/program?{period}"),
+                       ("program's figures", f"/portal/reports/program?{period}"),
                        ("a wrong period", "/portal/reports/program?from=2026-11-29&to=2026")):
         browser.get(served + path)
         check(name)

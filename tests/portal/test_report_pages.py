@@ -6,7 +6,7 @@ import pytest
 
 from app.db import utcnow
 from app.services.reports.periods import moscow_day
-from tests.checkout.conftest import line, register, shop  # noqa: F401
+from tests.checkout.conftest import line
 from tests.portal.helpers import add_staff, roubles, sign_in, table
 
 EN = {"Accept-Language": "en"}
