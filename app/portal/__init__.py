@@ -18,6 +18,7 @@ PAGE_MODULES = (
     "app.portal.dashboard",
     "app.portal.reports",
     "app.portal.program",
+    "app.portal.locations",
     "app.portal.customers",
     "app.portal.staff",
     "app.portal.audit",

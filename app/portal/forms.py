@@ -8,12 +8,16 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import marshmallow as ma
+from flask import flash
 
+from app.db import request_session
 from app.errors import webargs_items
+from app.portal.access import back_to
 from app.services.errors import DomainError, InvalidField
 
 MOSCOW = ZoneInfo("Europe/Moscow")
 _WHOLE = re.compile(r"-?[0-9]{1,9}")
+_NUMBER = re.compile(r"-?[0-9]{1,4}(\.[0-9]{1,12})?")
 
 
 def decimal(text: str) -> str:
@@ -25,6 +29,12 @@ def whole(text: str):
     """A whole number as JSON's; anything else as typed (the schema says what is wrong)."""
     text = text.strip()
     return int(text) if _WHOLE.fullmatch(text) else text
+
+
+def number(text: str):
+    """A coordinate as JSON's number; anything else as typed (the schema says what is wrong)."""
+    text = decimal(text)
+    return float(text) if _NUMBER.fullmatch(text) else text
 
 
 def yes_no(text: str):
@@ -53,3 +63,18 @@ def refusal(refused: DomainError) -> str:
     if isinstance(refused, InvalidField):
         return f"{refused.loc[-1]}: {refused.detail}"
     return refused.detail
+
+
+def saved(change, message: str, endpoint: str, again):
+    """Make the change, then back to `endpoint`'s page; refused (the API's schema or rules):
+    `again(errors=…, status=…)`, the page again with the API's message, nothing changed."""
+    db = request_session()
+    try:
+        change()
+    except ma.ValidationError as invalid:
+        return again(errors=refusals(invalid), status=422)
+    except DomainError as refused:
+        db.rollback()
+        return again(errors=[refusal(refused)], status=refused.status)
+    flash(message)
+    return back_to(endpoint)

@@ -11,6 +11,7 @@ SECTIONS = [
     ("reports", "portal.liability_report", _l("Reports")),
     ("customers", "portal.customers", _l("Customers")),
     ("program", "portal.program", _l("Program")),
+    ("locations", "portal.locations", _l("Stores and registers")),
     ("staff", "portal.staff", _l("Staff")),
     ("audit", "portal.audit", _l("Audit log")),
 ]

@@ -3,7 +3,8 @@ makes, through the same schema and service), and the campaigns — create, chang
 the API's rules and messages shown in the form."""
 from __future__ import annotations
 
-import marshmallow as ma
+from functools import partial
+
 from flask import flash, render_template, request
 from flask_babel import gettext as _
 
@@ -13,7 +14,6 @@ from app.db import request_session, utcnow
 from app.portal import forms
 from app.portal.access import back_to, company_id, requires, staff_actor
 from app.portal.blueprint import bp
-from app.services.errors import DomainError
 from app.services.program import campaigns, settings
 from app.services.tenancy import companies
 from app.services.tenancy.companies import CLAWBACK_POLICIES
@@ -54,18 +54,7 @@ def _program_body(form) -> dict:
 
 
 def _saved(change, message: str, **shown):
-    """Make the change, then back to the page; refused (the API's schema or rules), the page
-    again with the API's message and what was typed, nothing changed."""
-    db = request_session()
-    try:
-        change()
-    except ma.ValidationError as invalid:
-        return _page(errors=forms.refusals(invalid), status=422, **shown)
-    except DomainError as refused:
-        db.rollback()
-        return _page(errors=[forms.refusal(refused)], status=refused.status, **shown)
-    flash(message)
-    return back_to("portal.program")
+    return forms.saved(change, message, "portal.program", partial(_page, **shown))
 
 
 @bp.get("/program")

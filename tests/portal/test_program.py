@@ -9,15 +9,7 @@ from sqlalchemy import select
 
 from app.db import utcnow
 from app.models import AuditEvent
-from tests.portal.helpers import add_staff, post_form, sign_in
-
-
-@pytest.fixture
-def manager(app, tenant):
-    client = app.test_client()
-    add_staff(app, tenant.company_id, "manager@example.com", "manager", name="Mia Manager")
-    assert sign_in(client, "manager@example.com").status_code == 303
-    return client
+from tests.portal.helpers import post_form
 
 
 def _program(client, tenant) -> dict:

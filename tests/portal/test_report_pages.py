@@ -13,14 +13,6 @@ EN = {"Accept-Language": "en"}
 
 
 @pytest.fixture
-def manager(app, tenant):
-    client = app.test_client()
-    add_staff(app, tenant.company_id, "manager@example.com", "manager")
-    assert sign_in(client, "manager@example.com").status_code == 303
-    return client
-
-
-@pytest.fixture
 def a_day_of_sales(shop, register):
     shop.program(accrual_delay_days=0)
     anna = shop.customer("100.00")
