@@ -19,6 +19,7 @@ PAGE_MODULES = (
     "app.portal.reports",
     "app.portal.program",
     "app.portal.locations",
+    "app.portal.keys",
     "app.portal.customers",
     "app.portal.staff",
     "app.portal.audit",

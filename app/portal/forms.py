@@ -13,7 +13,7 @@ from flask import flash
 from app.db import request_session
 from app.errors import webargs_items
 from app.portal.access import back_to
-from app.services.errors import DomainError, InvalidField
+from app.services.errors import DomainError, InvalidField, NotFound
 
 MOSCOW = ZoneInfo("Europe/Moscow")
 _WHOLE = re.compile(r"-?[0-9]{1,9}")
@@ -73,6 +73,8 @@ def saved(change, message: str, endpoint: str, again):
         change()
     except ma.ValidationError as invalid:
         return again(errors=refusals(invalid), status=422)
+    except NotFound:
+        raise  # another company's id, as an unknown one: the not-found page
     except DomainError as refused:
         db.rollback()
         return again(errors=[refusal(refused)], status=refused.status)

@@ -12,6 +12,7 @@ SECTIONS = [
     ("customers", "portal.customers", _l("Customers")),
     ("program", "portal.program", _l("Program")),
     ("locations", "portal.locations", _l("Stores and registers")),
+    ("keys", "portal.keys", _l("API keys")),
     ("staff", "portal.staff", _l("Staff")),
     ("audit", "portal.audit", _l("Audit log")),
 ]

@@ -15,7 +15,7 @@ from tests.api.test_customers import enrol
 from tests.portal.helpers import add_staff, post_form, sign_in
 
 PAGES = {"dashboard": "/portal/", "reports": "/portal/reports/liability",
-         "program": "/portal/program", "locations": "/portal/locations",
+         "program": "/portal/program", "locations": "/portal/locations", "keys": "/portal/keys",
          "customers": "/portal/customers", "staff": "/portal/staff", "audit": "/portal/audit"}
 
 
