@@ -1,6 +1,6 @@
 """The back office in a real headless Chromium (Debian's, driven through Debian's
 chromedriver by Selenium): sign in, find a customer, adjust the balance, sign out; a chart and
-its table as the reports API answers; and every
+its table as the reports API answers; a key issued and used; and every
 page checked with axe-core, with no serious or critical violation. The profile's screenshot is
 kept in test-artifacts/."""
 from __future__ import annotations
@@ -208,3 +208,23 @@ def test_a_chart_and_its_table_show_the_reports_api(browser, served, app, client
     assert max(amounts) == parse_amount("300.00")
     assert [height == max(heights) for height in heights] == [
         amount == max(amounts) for amount in amounts]
+
+
+def test_a_key_issued_in_the_browser_is_used(browser, served, app, client, tenant):
+    from selenium.webdriver.common.by import By
+
+    add_staff(app, tenant.company_id, "boss@example.com", "owner", name="Boss")
+    browser.get(f"{served}/portal/login")
+    field(browser, "email").send_keys("boss@example.com")
+    field(browser, "password").send_keys(PASSWORD)
+    click(browser, "form.form button[type=submit]")
+    browser.get(f"{served}/portal/keys")
+    field(browser, "name").send_keys("Till sync")
+    browser.find_element(By.CSS_SELECTOR, "input[name=scopes][value='program:read']").click()
+    click(browser, "form[action$='/portal/keys'] button[type=submit]")
+    key = browser.find_element(By.ID, "new-key").text
+    assert serious_violations(browser) == []
+    used = client.get("/v1/program", headers={"Authorization": f"Bearer {key}"})
+    assert used.status_code == 200
+    refused = client.get("/v1/customers", headers={"Authorization": f"Bearer {key}"})
+    assert refused.status_code == 403  # the scopes ticked, no more

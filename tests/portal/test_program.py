@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from app.db import utcnow
 from app.models import AuditEvent
+from tests.checkout.conftest import line
 from tests.portal.helpers import post_form
 
 
@@ -104,3 +105,16 @@ def test_another_companys_campaign_is_not_found(manager, client, other_tenant):
     assert post_form(manager, "/portal/program", f"{path}/end", {}).status_code == 404
     mine = client.get("/v1/campaigns", headers=other_tenant.headers()).get_json()["items"]
     assert [(c["name"], c["active"]) for c in mine] == [("Theirs", True)]
+
+
+def test_a_campaign_made_in_the_portal_applies_in_a_quote(manager, shop, register):
+    now = utcnow()
+    form = "%Y-%m-%dT%H:%M"
+    made = post_form(manager, "/portal/program", "/portal/program/campaigns", {
+        "name": "Half back", "startsAt": (now + timedelta(hours=2)).strftime(form),  # Moscow
+        "endsAt": (now + timedelta(days=1)).strftime(form), "accrualPercent": "50"})
+    assert made.status_code == 303
+    anna = shop.customer()
+    session = register.open(anna)
+    quote = register.quote(session["id"], [line("1", "1000.00")])
+    assert quote["accrual"] == "500.00", quote
