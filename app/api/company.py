@@ -7,11 +7,10 @@ from flask.views import MethodView
 
 from app.api.base import Blueprint, json_response
 from app.api.company_schemas import (CompanyResponse, ProgramResponse, SubscriptionResponse,
-                                     UpdateProgramRequest)
+                                     UpdateProgramRequest, program_changes)
 from app.web.actors import key_actor
 from app.db import request_session, utcnow
 from app.services.program import settings
-from app.services.rewards.tiers import Tier
 from app.services.tenancy import companies
 
 blp = Blueprint("company", __name__, url_prefix="/v1", description="Company, program, subscription")
@@ -61,26 +60,8 @@ class ProgramView(MethodView):
         touches only lots credited later. The answer shows the whole program; each change emits
         `program.updated`. The Idempotency-Key is optional.
         """
-        changes = {"accrual_bp": body.get("accrualPercent"),
-                   "max_redeem_bp": body.get("maxRedeemPercent"),
-                   "accrual_delay_days": body.get("accrualDelayDays"),
-                   "hold_ttl_seconds": body.get("holdTtlSeconds"),
-                   "enrollment_requires_otp": body.get("enrollmentRequiresOtp"),
-                   "clawback_policy": body.get("clawbackPolicy"),
-                   "welcome_bonus": body.get("welcomeBonus"),
-                   "birthday_bonus": body.get("birthdayBonus"),
-                   "offline_sale_window_days": body.get("offlineSaleWindowDays")}
-        if "tiers" in body:
-            changes["tier_list"] = [Tier(item["name"], item["minSpend"], item["accrualPercent"])
-                                    for item in body["tiers"]]
-        for name, setting in (("pointsLifetimeDays", "points_lifetime_days"),
-                              ("expiryReminderDays", "expiry_reminder_days")):
-            if name in body:  # null is a value here: points never expire, no reminder
-                changes[setting] = companies.NULL if body[name] is None else body[name]
-        if "tierWindowDays" in body:
-            changes["tier_window_days"] = body["tierWindowDays"]
         program = settings.change_program(request_session(), g.company_id, now=utcnow(),
-                                          actor=key_actor(), **changes)
+                                          actor=key_actor(), **program_changes(body))
         return json_response(settings.program_as_json(program), 200)
 
 

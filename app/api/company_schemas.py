@@ -5,6 +5,8 @@ from app.api.enums import Choice
 from app.api.fields import MAX_AMOUNT, Amount, JsonBoolean, Percent, Text, Timestamp
 from app.services.checkout.offline import LONGEST_WINDOW_DAYS as LONGEST_OFFLINE_SALE_WINDOW_DAYS
 from app.services.rewards import tiers
+from app.services.rewards.tiers import Tier
+from app.services.tenancy import companies
 from app.services.tenancy.companies import CLAWBACK_POLICIES, SUBSCRIPTION_STATUSES
 from app.services.wire import CURRENCIES
 
@@ -114,3 +116,27 @@ class SubscriptionResponse(ResponseSchema):
     status = Choice("SubscriptionStatus", SUBSCRIPTION_STATUSES, required=True)
     accessFrom = Timestamp(attribute="access_from", required=True)
     accessUntil = Timestamp(attribute="access_until", allow_none=True)
+
+
+def program_changes(body: dict) -> dict:
+    """UpdateProgramRequest's loaded body as `change_program`'s keywords: only what is given,
+    and null kept as a value where it means something (points never expire, no reminder)."""
+    changes = {"accrual_bp": body.get("accrualPercent"),
+               "max_redeem_bp": body.get("maxRedeemPercent"),
+               "accrual_delay_days": body.get("accrualDelayDays"),
+               "hold_ttl_seconds": body.get("holdTtlSeconds"),
+               "enrollment_requires_otp": body.get("enrollmentRequiresOtp"),
+               "clawback_policy": body.get("clawbackPolicy"),
+               "welcome_bonus": body.get("welcomeBonus"),
+               "birthday_bonus": body.get("birthdayBonus"),
+               "offline_sale_window_days": body.get("offlineSaleWindowDays")}
+    if "tiers" in body:
+        changes["tier_list"] = [Tier(item["name"], item["minSpend"], item["accrualPercent"])
+                                for item in body["tiers"]]
+    for name, setting in (("pointsLifetimeDays", "points_lifetime_days"),
+                          ("expiryReminderDays", "expiry_reminder_days")):
+        if name in body:  # null is a value here: points never expire, no reminder
+            changes[setting] = companies.NULL if body[name] is None else body[name]
+    if "tierWindowDays" in body:
+        changes["tier_window_days"] = body["tierWindowDays"]
+    return changes

@@ -69,3 +69,12 @@ def figure_rows(figures: dict) -> Iterable[list]:
                            as_text(field_value) if field in TYPED else field_value]
         else:
             yield [name, value]
+
+
+def report_csv(name: str, first: str, last: str, body: dict, item_fields=None) -> Response:
+    """A report's answer `body` (as its JSON schema dumps it) as CSV: its items' rows, fields
+    in `item_fields`' order, or, for a one-object report, (figure, value) rows."""
+    if item_fields is None:
+        return csv_response(name, first, last, ["figure", "value"], figure_rows(body))
+    header = list(item_fields)
+    return csv_response(name, first, last, header, item_rows(header, body["items"]))

@@ -11,7 +11,7 @@ from psycopg2.errorcodes import QUERY_CANCELED
 from sqlalchemy.exc import DBAPIError
 
 from app.api.base import Blueprint, json_response
-from app.api.report_csv import csv_response, figure_rows, item_rows, wants_csv
+from app.api.report_csv import report_csv, wants_csv
 from app.api.reports_schemas import (LedgerPeriod, LedgerReport, LedgerReportArgs,
                                      LiabilityReport, PeriodArgs, ProgramReport, RegisterGroup,
                                      RegisterReport, RegisterReportArgs)
@@ -74,10 +74,8 @@ def _answer(name: str, period, schema, item_schema, values: dict):
     if not wants_csv():
         return json_response(body, 200)
     first, last = period
-    if item_schema is None:
-        return csv_response(name, first, last, ["figure", "value"], figure_rows(body))
-    header = list(item_schema().fields)
-    return csv_response(name, first, last, header, item_rows(header, body["items"]))
+    return report_csv(name, first, last, body, None if item_schema is None
+                      else item_schema().fields)
 
 
 @blp.route("/reports/liability")

@@ -15,7 +15,11 @@ from app.portal.blueprint import bp
 PAGE_MODULES = (
     "app.portal.access",
     "app.portal.signing_in",
-    "app.portal.home",
+    "app.portal.dashboard",
+    "app.portal.reports",
+    "app.portal.program",
+    "app.portal.locations",
+    "app.portal.keys",
     "app.portal.customers",
     "app.portal.staff",
     "app.portal.audit",

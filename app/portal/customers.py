@@ -2,9 +2,6 @@
 link) and the manual adjustment, posted to the very service the API's adjustments use."""
 from __future__ import annotations
 
-from datetime import datetime
-from zoneinfo import ZoneInfo
-
 import marshmallow as ma
 from flask import flash, render_template, request
 from flask_babel import gettext as _
@@ -12,18 +9,17 @@ from flask_login import current_user
 
 from app.api.rewards_schemas import RewardAdjustmentRequest
 from app.db import request_session, utcnow
-from app.errors import webargs_items
+from app.portal import forms
 from app.portal.blueprint import bp
 from app.portal.access import (back_to, company_id, offset_arg, requires, settings,
                                staff_actor)
 from app.web.languages import money
 from app.services.customers import profiles, search
-from app.services.errors import DomainError, InvalidField
+from app.services.errors import DomainError
 from app.services.rewards import accounts
 from app.services.staff.roles import adjustment_limit
 
 PAGE = 20
-MOSCOW = ZoneInfo("Europe/Moscow")
 
 
 @bp.get("/customers")
@@ -60,20 +56,10 @@ def customer(customer_id: str):
 
 
 def _as_request(form) -> dict:
-    """The form as the API's adjustment body: a decimal comma allowed, and a moment typed in
-    Moscow time."""
-    body = {"amount": "".join(form.get("amount", "").split()).replace(",", "."),
-            "basis": form.get("basis", "")}
-    expires = form.get("expiresAt", "").strip()
-    if expires:
-        try:
-            moment = datetime.fromisoformat(expires)
-        except ValueError:
-            body["expiresAt"] = expires  # the schema says what is wrong with it
-        else:
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=MOSCOW)
-            body["expiresAt"] = moment.isoformat()
+    """The form as the API's adjustment body."""
+    body = {"amount": forms.decimal(form.get("amount", "")), "basis": form.get("basis", "")}
+    if form.get("expiresAt", "").strip():
+        body["expiresAt"] = forms.moment(form["expiresAt"])
     return body
 
 
@@ -84,9 +70,8 @@ def adjust(customer_id: str):
     try:
         body = RewardAdjustmentRequest().load(_as_request(request.form))
     except ma.ValidationError as invalid:
-        messages = [f"{item['loc'][-1]}: {item['msg']}"
-                    for item in webargs_items({"form": invalid.messages})]
-        return _profile(customer_id, errors=messages, form=request.form, status=422)
+        return _profile(customer_id, errors=forms.refusals(invalid), form=request.form,
+                        status=422)
     most = adjustment_limit(current_user.role, settings().support_adjustment_limit)
     if most is not None and abs(body["amount"]) > most:
         message = _("Your role may adjust at most %(most)s either way.", most=money(most))
@@ -97,8 +82,7 @@ def adjust(customer_id: str):
                         actor=staff_actor())
     except DomainError as refused:
         request_session().rollback()
-        message = (f"{refused.loc[-1]}: {refused.detail}" if isinstance(refused, InvalidField)
-                   else refused.detail)
+        message = forms.refusal(refused)
         return _profile(customer_id, errors=[message], form=request.form, status=refused.status)
     flash(_("The adjustment is made."))
     return back_to("portal.customer", customer_id=customer_id)

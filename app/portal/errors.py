@@ -1,5 +1,5 @@
 """Error pages: a refused page (403), one not found or another company's (404), a form
-without its session's CSRF token (400)."""
+without its session's CSRF token (400), a report refused while the company's others run (429)."""
 from __future__ import annotations
 
 from flask import render_template
@@ -7,7 +7,7 @@ from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import Forbidden, NotFound as NoPage
 
 from app.portal.blueprint import bp
-from app.services.errors import NotFound
+from app.services.errors import NotFound, RateLimited
 
 
 @bp.errorhandler(CSRFError)
@@ -24,3 +24,9 @@ def _refused(error):
 @bp.errorhandler(NotFound)
 def _not_found(error):
     return render_template("portal/error.html", status=404, reason="not_found"), 404
+
+
+@bp.errorhandler(RateLimited)
+def _busy(error: RateLimited):
+    return (render_template("portal/error.html", status=429, reason="busy"), 429,
+            {"Retry-After": str(error.retry_after)})

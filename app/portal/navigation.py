@@ -7,7 +7,12 @@ from flask_babel import lazy_gettext as _l
 from app.portal.blueprint import bp
 
 SECTIONS = [
+    ("dashboard", "portal.home", _l("Dashboard")),
+    ("reports", "portal.liability_report", _l("Reports")),
     ("customers", "portal.customers", _l("Customers")),
+    ("program", "portal.program", _l("Program")),
+    ("locations", "portal.locations", _l("Stores and registers")),
+    ("keys", "portal.keys", _l("API keys")),
     ("staff", "portal.staff", _l("Staff")),
     ("audit", "portal.audit", _l("Audit log")),
 ]

@@ -1,15 +1,21 @@
 """The back office in a real headless Chromium (Debian's, driven through Debian's
-chromedriver by Selenium): sign in, find a customer, adjust the balance, sign out; and every
+chromedriver by Selenium): sign in, find a customer, adjust the balance, sign out; a chart and
+its table as the reports API answers; a key issued and used; and every
 page checked with axe-core, with no serious or critical violation. The profile's screenshot is
 kept in test-artifacts/."""
 from __future__ import annotations
 
 import shutil
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from app.db import utcnow
+from app.services.reports.periods import moscow_day
+from app.services.wire import parse_amount
+from app.web.languages import money
 from tests.api.test_customers import credit, enrol
 from tests.browser.test_card_page_chromium import ARTIFACTS, serve, stop
 from tests.conftest import without
@@ -144,8 +150,16 @@ def test_sign_in_find_adjust_sign_out_with_no_serious_violation(browser, served,
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "portal-profile.png"))
 
-    for name, path in (("home", "/portal/"), ("staff", "/portal/staff"),
-                       ("audit", "/portal/audit"), ("not found", "/portal/customers/nobody")):
+    period = "from=2026-11-01&to=2026-11-29"
+    for name, path in (("dashboard", "/portal/"), ("staff", "/portal/staff"),
+                       ("audit", "/portal/audit"), ("not found", "/portal/customers/nobody"),
+                       ("liability", "/portal/reports/liability"),
+                       ("program", "/portal/program"),
+                       ("locations", "/portal/locations"), ("keys", "/portal/keys"),
+                       ("ledger", f"/portal/reports/ledger?{period}&groupBy=month"),
+                       ("registers", f"/portal/reports/registers?{period}"),
+                       ("program's figures", f"/portal/reports/program?{period}"),
+                       ("a wrong period", "/portal/reports/program?from=2026-11-29&to=2026")):
         browser.get(served + path)
         check(name)
     click(browser, "button[value=en]")
@@ -157,3 +171,60 @@ def test_sign_in_find_adjust_sign_out_with_no_serious_violation(browser, served,
     browser.get(f"{served}/portal/customers/{customer['id']}")
     assert browser.current_url.startswith(f"{served}/portal/login")
     assert {name: found for name, found in checked.items() if found} == {}
+
+
+def test_a_chart_and_its_table_show_the_reports_api(browser, served, app, client, tenant):
+    from selenium.webdriver.common.by import By
+
+    add_staff(app, tenant.company_id, "books@example.com", "accountant", name="Anna Books")
+    customer = enrol(client, tenant, phone="+79123456780", first_name="Vera")
+    credit(client, tenant, customer["id"], "1234.56")
+    # Points that expire in two months' time, so one month's bar stands above the others.
+    later = (utcnow() + timedelta(days=62)).isoformat()
+    assert client.post(f"/v1/customers/{customer['id']}/reward-adjustments",
+                       json={"amount": "300.00", "basis": "promo", "expiresAt": later},
+                       headers=tenant.headers(Idempotency_Key="expiring")).status_code == 201
+    browser.get(f"{served}/portal/login")
+    field(browser, "email").send_keys("books@example.com")
+    field(browser, "password").send_keys(PASSWORD)
+    click(browser, "form.form button[type=submit]")
+    browser.get(f"{served}/portal/?from=2026-01-01&to={moscow_day(utcnow()).isoformat()}")
+    assert serious_violations(browser) == []
+
+    owed = client.get("/v1/reports/liability", headers=tenant.headers()).get_json()
+    rows = browser.find_elements(By.CSS_SELECTOR, "#expiring-table tbody tr")
+    with app.test_request_context(headers={"Accept-Language": "ru"}):
+        expected = [[month["month"], money(parse_amount(month["amount"]))]
+                    for month in owed["expiring"]] + [
+            ["Никогда или позже", money(parse_amount(owed["neverExpires"]))]]
+    assert [[cell.text.replace("\xa0", " ") for cell in row.find_elements(By.CSS_SELECTOR,
+                                                                          "th, td")]
+            for row in rows] == [[text.replace("\xa0", " ") for text in row] for row in expected]
+    bars = browser.find_elements(By.CSS_SELECTOR, "svg[aria-labelledby=expiring] rect")
+    assert len(bars) == 12
+    # The tallest bar is the largest month's, the others by their figures.
+    heights = [float(bar.get_attribute("height")) for bar in bars]
+    amounts = [parse_amount(month["amount"]) for month in owed["expiring"]]
+    assert max(amounts) == parse_amount("300.00")
+    assert [height == max(heights) for height in heights] == [
+        amount == max(amounts) for amount in amounts]
+
+
+def test_a_key_issued_in_the_browser_is_used(browser, served, app, client, tenant):
+    from selenium.webdriver.common.by import By
+
+    add_staff(app, tenant.company_id, "boss@example.com", "owner", name="Boss")
+    browser.get(f"{served}/portal/login")
+    field(browser, "email").send_keys("boss@example.com")
+    field(browser, "password").send_keys(PASSWORD)
+    click(browser, "form.form button[type=submit]")
+    browser.get(f"{served}/portal/keys")
+    field(browser, "name").send_keys("Till sync")
+    browser.find_element(By.CSS_SELECTOR, "input[name=scopes][value='program:read']").click()
+    click(browser, "form[action$='/portal/keys'] button[type=submit]")
+    key = browser.find_element(By.ID, "new-key").text
+    assert serious_violations(browser) == []
+    used = client.get("/v1/program", headers={"Authorization": f"Bearer {key}"})
+    assert used.status_code == 200
+    refused = client.get("/v1/customers", headers={"Authorization": f"Bearer {key}"})
+    assert refused.status_code == 403  # the scopes ticked, no more

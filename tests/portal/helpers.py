@@ -3,6 +3,8 @@ signs in through the sign-in form, carrying the CSRF token each page gives."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
+from html.parser import HTMLParser
 
 from app.db import utcnow
 from app.services.audit import events as audit
@@ -48,3 +50,46 @@ def post_form(client, page_path: str, action: str, data: dict):
 def session_cookie(client) -> str | None:
     cookie = client.get_cookie("loyalty_portal", path="/portal")
     return cookie.value if cookie else None
+
+
+class _Tables(HTMLParser):
+    """The cells' text of each table with an id, row by row."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table = self._row = self._cell = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self._table = self.tables.setdefault(dict(attrs).get("id") or "", [])
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self._row.append(re.sub(r"[ \t\r\n]+", " ", "".join(self._cell)).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self._table.append(self._row)
+            self._row = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def table(page, table_id: str) -> list[list[str]]:
+    """The rows (header row first) of the page's table with this id."""
+    parser = _Tables()
+    parser.feed(page.get_data(as_text=True))
+    return parser.tables[table_id]
+
+
+def roubles(amount: str) -> str:
+    """An API amount ("1450.00") as an English page writes it ("1,450.00 ₽")."""
+    return f"{Decimal(amount):,.2f}\N{NO-BREAK SPACE}₽"

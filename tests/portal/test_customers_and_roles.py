@@ -14,7 +14,9 @@ from tests.api.card_helpers import make_customer
 from tests.api.test_customers import enrol
 from tests.portal.helpers import add_staff, post_form, sign_in
 
-PAGES = {"customers": "/portal/customers", "staff": "/portal/staff", "audit": "/portal/audit"}
+PAGES = {"dashboard": "/portal/", "reports": "/portal/reports/liability",
+         "program": "/portal/program", "locations": "/portal/locations", "keys": "/portal/keys",
+         "customers": "/portal/customers", "staff": "/portal/staff", "audit": "/portal/audit"}
 
 
 @pytest.fixture

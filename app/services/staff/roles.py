@@ -1,6 +1,8 @@
 """What each role may do: the one table every page and action of the portal asks."""
 from __future__ import annotations
 
+from app.services.tenancy.scopes import ALL_SCOPES
+
 OWNER, MANAGER, ACCOUNTANT, SUPPORT = "owner", "manager", "accountant", "support"
 ROLES = (OWNER, MANAGER, ACCOUNTANT, SUPPORT)
 
@@ -28,3 +30,9 @@ def adjustment_limit(role: str, support_limit: int) -> int | None:
     """The most (in kopecks, either way) one adjustment by this role may move; None: no limit
     beyond the ledger's own."""
     return support_limit if role == SUPPORT else None
+
+
+def grantable_scopes(role: str) -> frozenset[str]:
+    """The API scopes a member of this role may put on a key they issue, rotate or revoke: no
+    key stronger than the member. Only owners manage keys, and an owner may give any."""
+    return frozenset(ALL_SCOPES) if role == OWNER else frozenset()
