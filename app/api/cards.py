@@ -69,7 +69,9 @@ def wallet_signer() -> PassSigner | None:
 
 @blp.route("/<token>")
 class CardPage(MethodView):
-    @blp.operation("getCardPage", scope=None)
+    @blp.operation("getCardPage", scope=None,
+                   query={"lang": "The page's language, `ru` or `en`, kept in a cookie for the "
+                                  "card's next visits (else the browser's Accept-Language)"})
     @blp.response(200, {"type": "string"}, content_type="text/html",
                   description="The card page: barcode, balance, stores, Add to Apple Wallet")
     def get(self, token):

@@ -147,6 +147,16 @@ BY_NAME = {
 }
 
 BY_SCHEMA = {
+    ("ActivityAuthor", "kind"): "Who made the entry by hand: STAFF (in the back office) or "
+                                "CREDENTIAL (with an API key)",
+    ("AuditActor", "kind"): "Who made the change: STAFF, CREDENTIAL (an API key) or OPERATOR "
+                            "(a command on the server)",
+    ("AuditEventResponse", "at"): "When the change was made (RFC 3339, UTC)",
+    ("AuditEventResponse", "actor"): "Who made the change: its kind, id and name",
+    ("AuditEventResponse", "action"): "What was done",
+    ("AuditEventResponse", "target"): "What it was done to: the kind of thing and its id",
+    ("AuditEventArgs", "action"): "Only events of this action",
+    ("AuditEventArgs", "actorKind"): "Only events made by this kind of actor",
     ("CatalogSyncItem", "name"): "The product's name on the receipt",
     ("CreateOfflineSaleRequest", "customer"): "Who bought: the customer named exactly one way "
                                               "(id, phone or wallet card number)",

@@ -9,7 +9,8 @@ import hmac
 from datetime import timedelta
 
 from flask import Flask, Request, Response, request
-from flask.sessions import SecureCookieSessionInterface, SessionInterface
+from flask.sessions import (NullSession, SecureCookieSession, SecureCookieSessionInterface,
+                            SessionInterface)
 from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
 
@@ -52,7 +53,9 @@ class PortalSessions(SessionInterface):
         return self.others.open_session(app, request)
 
     def save_session(self, app: Flask, session, response: Response) -> None:
-        if in_portal(request.path):
+        # Only a session this interface opened as a cookie is saved as one (no proxy read: the
+        # register's requests pass here too).
+        if isinstance(session, SecureCookieSession) and not isinstance(session, NullSession):
             self.cookies.save_session(app, session, response)
 
 
@@ -64,7 +67,7 @@ def _secret_key(settings: Settings) -> bytes:
 
 
 def _headers(response: Response) -> Response:
-    if in_portal(request.path):
+    if in_portal(request._get_current_object().path):  # one proxy lookup, as in app/web/
         response.headers.update(HEADERS)
         response.vary.add("Cookie")
     return response

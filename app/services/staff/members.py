@@ -35,7 +35,7 @@ def normalised_email(email: str) -> str:
 
 def _role(role: str) -> str:
     if role not in ROLES:
-        raise InvalidField(["body", "role"], f"must be one of {', '.join(ROLES)}", "enum")
+        raise InvalidField(["body", "role"], f"must be one of {', '.join(ROLES)}", "value_error")
     return role
 
 

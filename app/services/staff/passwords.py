@@ -19,7 +19,7 @@ def checked(password: str, email: str) -> str:
     """The password if it may be one: 12..1024 characters, not the email."""
     if len(password) < SHORTEST:
         raise InvalidField(["body", "password"], f"must be at least {SHORTEST} characters",
-                           "string_too_short")
+                           "string_length")
     if len(password) > LONGEST:
         raise InvalidField(["body", "password"], f"must be at most {LONGEST} characters",
                            "string_too_long")
