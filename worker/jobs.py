@@ -11,8 +11,8 @@ from flask import Flask, current_app, has_app_context
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
-from app.delivery_queue import (dispatch_started, enqueue_deliveries, enqueue_delivery_in,
+from app.database.engine import utcnow
+from app.operations.delivery_queue import (dispatch_started, enqueue_deliveries, enqueue_delivery_in,
                                 enqueue_pushes, request_dispatch)
 from app.services.webhooks import delivery
 from app.services.webhooks.transport import DeliveryOutcome, post_event, retry_delays

@@ -9,8 +9,8 @@ from functools import lru_cache
 from flask import Flask, current_app, has_app_context
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
-from app.delivery_queue import enqueue_push_in, enqueue_pushes
+from app.database.engine import utcnow
+from app.operations.delivery_queue import enqueue_push_in, enqueue_pushes
 from app.services.cards import apns, pass_pushes
 from app.services.webhooks.transport import next_delay, retry_delays
 from worker.context import job_session, worker_app

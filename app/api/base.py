@@ -208,7 +208,7 @@ class Api(flask_smorest.Api):
     ERROR_SCHEMA = ErrorResponse
 
     def handle_http_exception(self, error):
-        from app.errors import http_error_response
+        from app.web.errors import http_error_response
         return http_error_response(error)
 
 

@@ -5,7 +5,7 @@ import click
 from flask.cli import AppGroup
 
 from app.cli.session import existing_company, operator_session
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.rewards import verification
 
 ledger_cli = AppGroup("ledger", help="The reward ledger.")

@@ -1,6 +1,6 @@
 from flask import current_app
 
-from app.db import transaction
+from app.operations.work import transaction
 
 
 def operator_session():

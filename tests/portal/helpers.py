@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.audit import events as audit
 from app.services.staff import members
 
