@@ -1,5 +1,6 @@
-"""Webhook jobs: turn committed events into deliveries, make one delivery attempt, and the
-periodic sweep that re-enqueues whatever a lost job or a dead worker left in the outbox."""
+"""Delivery jobs: turn committed events into webhook deliveries and the wallet pushes they call
+for, make one delivery attempt, and the periodic sweep that re-enqueues whatever a lost job or
+a dead worker left in the outbox."""
 from __future__ import annotations
 
 import time

@@ -86,8 +86,9 @@ def sweep_pushes(session: Session, now: datetime) -> int:
 
 
 def push_waiting(limit: int = SWEEP_BATCH) -> int:
-    """Make every push due now in this process, one after another (a worker's start, the
-    benchmark, tests without a queue); returns how many were claimed and tried."""
+    """Make every push due now in this process, one after another (the benchmark and the tests
+    drive pushes without a queue; a worker takes them as queued jobs); returns how many were
+    claimed and tried."""
     app = _app()
     with job_session(app) as session:
         now = utcnow()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Request, current_app
 
-from app.api.base import declared_operation
+from app.web.views import declared_operation
 from app.web.bodies import chunked_body_exceeds
 from app.database.engine import request_session, utcnow
 from app.web.idempotency import claim_ahead
