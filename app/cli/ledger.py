@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from app.cli.session import existing_company, operator_session
+from app.cli.operator import existing_company, operator_session
 from app.database.engine import utcnow
 from app.services.rewards import verification
 

@@ -10,7 +10,7 @@ from flask.cli import AppGroup, with_appcontext
 
 from app.api.fields import MAX_AMOUNT
 from app.cli.errors import refuse
-from app.cli.session import existing_company, operator_session
+from app.cli.operator import existing_company, operator_session
 from app.database.engine import utcnow
 from app.services import wire
 from app.services.checkout.offline import LONGEST_WINDOW_DAYS as LONGEST_OFFLINE_WINDOW_DAYS

@@ -9,7 +9,7 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.cli.errors import refuse
-from app.cli.session import operator_session
+from app.cli.operator import operator_session
 from app.database.engine import utcnow
 from app.operations.delivery_queue import enqueue_deliveries
 from app.services.errors import NotFound

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from app.services.rewards.account import Account
+from app.services.rewards.locked_account import Account
 
 
 class UnitOfWork:

@@ -1,3 +1,4 @@
+"""An operator command's transaction, and the check that the company it names exists."""
 from flask import current_app
 
 from app.operations.work import transaction
