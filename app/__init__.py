@@ -74,7 +74,7 @@ def create_app(settings: Settings | None = None) -> Flask:
 
 
 def configure(app: Flask, settings: Settings) -> None:
-    from app.logs import configure_logging
+    from app.web.logs import configure_logging
 
     configure_logging(settings.log_level)
     app.config.update(
@@ -94,8 +94,8 @@ def configure(app: Flask, settings: Settings) -> None:
 
 
 def register_database(app: Flask, settings: Settings) -> None:
-    from app.db import make_engine
-    from app.services.sessions import RequestSession, make_session_factory
+    from app.database.engine import make_engine
+    from app.services.transactions import RequestSession, make_session_factory
 
     if settings.is_sqlite:
         INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
@@ -112,7 +112,7 @@ def register_api(app: Flask) -> None:
     from app.api.descriptions import register_descriptions
     from app.api.document import OperationsPlugin, document_operations
     from app.api.enums import register_named_enums
-    from app.errors import register_error_handlers
+    from app.web.errors import register_error_handlers
     from app.web.requests import register_request_hooks
 
     api = Api(app, spec_kwargs={"info": {"description": "Loyalty programme public API"},
@@ -152,7 +152,7 @@ def register_delivery(app: Flask, settings: Settings) -> None:
     the outbox until a worker's sweep finds them."""
     if not settings.redis_url:
         return
-    from app.delivery_queue import EventEnqueuer
+    from app.operations.delivery_queue import EventEnqueuer
 
     app.extensions["enqueue_events"] = EventEnqueuer(settings)
 

@@ -36,7 +36,7 @@ graceful_timeout = 30
 control_socket_disable = True
 # gunicorn's own lines (start, workers booting and dying, a request it could not parse) as JSON
 # through the app's formatter, on the handler the app's loggers use too, each through a filter
-# that leaves out what the client sent (app.logs.ServerLineFilter: a card token, a gift-card code
+# that leaves out what the client sent (app.web.logs.ServerLineFilter: a card token, a gift-card code
 # or a key may be in the path or a header). No access log: the app logs each request once, by
 # route template, where gunicorn's line would carry the raw path.
 logconfig_dict = {
@@ -46,10 +46,10 @@ logconfig_dict = {
                            "filters": ["without_request_text"]},
         "gunicorn.access": {"level": "CRITICAL", "handlers": [], "propagate": False},
     },
-    "filters": {"without_request_text": {"()": "app.logs.ServerLineFilter"}},
+    "filters": {"without_request_text": {"()": "app.web.logs.ServerLineFilter"}},
     "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json",
                           "stream": "ext://sys.stderr"}},
-    "formatters": {"json": {"()": "app.logs.JsonFormatter"}},
+    "formatters": {"json": {"()": "app.web.logs.JsonFormatter"}},
 }
 
 # --- metrics across workers (app.web.metrics) ----------------------------------------------------

@@ -30,7 +30,7 @@ from sqlalchemy import update
 
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import utcnow  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
 from app.models import Campaign, CatalogItem, Customer, Program, Store, Terminal  # noqa: E402
 from app.models.base import new_id  # noqa: E402
 from app.services.cards import identifiers  # noqa: E402

@@ -29,7 +29,7 @@ from sqlalchemy import select  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import utcnow  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
 from app.models import Company  # noqa: E402
 from app.services.locations import catalog, stores  # noqa: E402
 from app.services.locations.catalog import CatalogEntry  # noqa: E402

@@ -20,7 +20,7 @@ import threading
 import uuid
 
 import floor
-from app.db import utcnow
+from app.database.engine import utcnow
 
 with open(os.environ["BENCH_CEILING_TRACE"], "rb") as stored:
     TRACE, STABLE = pickle.load(stored)

@@ -55,7 +55,7 @@ import floor  # noqa: E402  (bench/floor.py)
 from machine_cpu import CpuSpent, MachineCpu  # noqa: E402  (bench/machine_cpu.py)
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import utcnow  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
 from app.models import (ApiCredential, Cashier, CatalogItem, Company, Customer,  # noqa: E402
                         Program, RewardAccount, Store, Subscription, Terminal)
 from app.models.base import new_id  # noqa: E402

@@ -32,7 +32,7 @@ from sqlalchemy import event  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.config import Settings, normalise_database_url  # noqa: E402
-from app.db import utcnow  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
 from app.services.cards.identifiers import ean13_check_digit  # noqa: E402
 from app.services.customers import profiles  # noqa: E402
 from app.services.rewards import verification  # noqa: E402

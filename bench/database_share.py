@@ -41,7 +41,7 @@ from harness import ROOT  # noqa: F401  (puts the repository on sys.path)
 from machine_cpu import CpuMeter
 
 from app.config import normalise_database_url
-from app.migrate import upgrade
+from app.database.migrate import upgrade
 from tests.deployed.backing_services import ThrowawayPostgres
 
 SERVER_SETTINGS = {

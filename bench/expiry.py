@@ -34,7 +34,7 @@ from sqlalchemy import event, func, select  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import utcnow  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
 from app.models import LedgerEntry  # noqa: E402
 from app.services.cards.identifiers import ean13_check_digit  # noqa: E402
 from app.services.rewards import upkeep, verification  # noqa: E402

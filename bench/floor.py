@@ -64,7 +64,7 @@ class Trace:
 
 def capture(app, headers: dict, register: Register, lines: list[dict]) -> Trace:
     """One checkout through the app in this process, every statement recorded per request."""
-    from app.db import utcnow
+    from app.database.engine import utcnow
 
     client = app.test_client()
     trace = Trace(register=register, captured_at=utcnow())

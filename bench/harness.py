@@ -43,7 +43,7 @@ def bench_database(keep: bool = False):
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(server).set(database=name).render_as_string(hide_password=False)
     try:
-        from app.migrate import upgrade
+        from app.database.migrate import upgrade
         upgrade(url)
         yield url
     finally:

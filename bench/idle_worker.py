@@ -28,7 +28,7 @@ from harness import ROOT, bench_database, environment
 from webhook_delivery import (REDIS_URL, bench_app, poll, record_events, start_receiver,
                               wait_until_listening)
 
-from app.delivery_queue import hand_over_events  # noqa: E402
+from app.operations.delivery_queue import hand_over_events  # noqa: E402
 from app.models import WebhookDelivery  # noqa: E402
 from worker.__main__ import periodic_lock_key  # noqa: E402
 

@@ -24,7 +24,7 @@ from sqlalchemy import select  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import utcnow  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
 from app.models import Customer  # noqa: E402
 from app.services.audit import events as audit  # noqa: E402
 from app.services.staff import members  # noqa: E402

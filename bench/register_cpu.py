@@ -174,7 +174,7 @@ def _edge(*names: str) -> tuple[str, ...]:
 
 
 LAYERS = (  # the first that a sampled stack passes through names its layer (innermost first)
-    ("logging", ("logging/__init__", "app/logs.py", *_edge("requests.py:_log"))),
+    ("logging", ("logging/__init__", "app/web/logs.py", *_edge("requests.py:_log"))),
     ("metrics", ("prometheus_client", *_edge("metrics.py"))),
     # The unit of work's statements, SQLAlchemy and the driver, psycopg or psycopg2 (a C
     # call is sampled in the Python frame that made it).
@@ -189,7 +189,7 @@ LAYERS = (  # the first that a sampled stack passes through names its layer (inn
     ("request parsing and validation", ("webargs", "marshmallow", "app/api/fields.py",
                                         "checkout_schemas", "app/api/validation")),
     ("the service", ("app/services/",)),
-    ("commit and the request's hooks", (*_edge("requests.py"), "app/db.py")),
+    ("commit and the request's hooks", (*_edge("requests.py"), "app/database/engine.py")),
 )
 
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checkout.py's 
 
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import utcnow  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
 from app.services.reports.periods import moscow_day  # noqa: E402
 from bench.harness import PEPPER, SERVER_URL, bench_database, gunicorn  # noqa: E402
 

@@ -49,7 +49,7 @@ from sqlalchemy import text  # noqa: E402
 
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import utcnow  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
 from app.models import Cashier, Store, Terminal  # noqa: E402
 from app.services.reports.periods import moscow_day  # noqa: E402
 from app.services.tenancy import companies, credentials  # noqa: E402

@@ -18,7 +18,7 @@ from expiry import _app, seed  # also puts the repository on sys.path
 from harness import bench_database
 from sqlalchemy import func, select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Program, RewardAccount
 from app.services.program import settings as program_settings
 from worker.periodic import SPEND_MOST, refresh_spends

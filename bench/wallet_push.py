@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import bench_database  # noqa: E402
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
-from app.db import transaction  # noqa: E402
+from app.operations.work import transaction  # noqa: E402
 from tests.api.card_helpers import make_customer, make_pass_certificates  # noqa: E402
 from tests.api.wallet_helpers import Phone  # noqa: E402
 from tests.conftest import TEST_PEPPER, make_tenant  # noqa: E402

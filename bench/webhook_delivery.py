@@ -38,9 +38,9 @@ from harness import PEPPER, ROOT, bench_database, environment
 
 from app import create_app  # noqa: E402  (harness puts the repository on the path)
 from app.config import Settings  # noqa: E402
-from app.db import utcnow  # noqa: E402
-from app.delivery_queue import enqueue_deliveries  # noqa: E402
-from app.delivery_queue import hand_over_events  # noqa: E402
+from app.database.engine import utcnow  # noqa: E402
+from app.operations.delivery_queue import enqueue_deliveries  # noqa: E402
+from app.operations.delivery_queue import hand_over_events  # noqa: E402
 from app.models import OutboxEvent, WebhookDelivery  # noqa: E402
 from app.services.tenancy import companies  # noqa: E402
 from app.services.webhooks import delivery, endpoints  # noqa: E402

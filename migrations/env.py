@@ -6,7 +6,7 @@ from sqlalchemy import pool
 
 import app.models  # noqa: F401  (registers every table)
 from app.config import Settings
-from app.db import Base, make_engine
+from app.database.engine import Base, make_engine
 
 config = context.config
 target_metadata = Base.metadata

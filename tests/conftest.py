@@ -23,11 +23,11 @@ from sqlalchemy.orm import sessionmaker
 
 from app import create_app
 from app.config import Settings, normalise_database_url
-from app.db import Base, add_unicode_lower, utcnow
-from app.migrate import upgrade
+from app.database.engine import Base, add_unicode_lower, utcnow
+from app.database.migrate import upgrade
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES
-from app.services.sessions import WorkSession
+from app.services.transactions import WorkSession
 from tests import bouncer
 from tests.customer_names import names_out_of_step
 from tests.documented_errors import record_error_answers, undocumented

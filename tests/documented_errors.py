@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from flask import request
 
-from app.api.base import declared_operation, operations
+from app.api.base import operations
+from app.web.views import declared_operation
 from app.api.document import document_path
 
 # (method, rule) → every (status, code) answered

@@ -6,7 +6,7 @@ import json
 import logging
 from contextlib import contextmanager
 
-from app.logs import JsonFormatter
+from app.web.logs import JsonFormatter
 
 
 @contextmanager

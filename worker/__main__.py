@@ -27,7 +27,7 @@ from rq import Queue, SimpleWorker
 from rq.worker import BaseWorker
 
 from app.config import ConfigError
-from app.delivery_queue import FAILURE_TTL
+from app.operations.delivery_queue import FAILURE_TTL
 
 log = logging.getLogger("worker")
 PERIODIC_JOB = "worker.periodic.run_periodic_tasks"
@@ -152,7 +152,7 @@ def _wait_until_reachable(app, stop: threading.Event) -> bool:
     supervisors give up on a process that keeps failing at start (systemd's start limit,
     supervisord's FATAL after three tries): a worker started before its database would stay
     down. False if stopped meanwhile."""
-    from app.reach import first_unreachable
+    from app.operations.reach import first_unreachable
 
     said, pause = None, 0.5
     while unreachable := first_unreachable(app):

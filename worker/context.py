@@ -5,7 +5,7 @@ from functools import lru_cache
 
 from flask import Flask
 
-from app.db import transaction
+from app.operations.work import transaction
 
 
 @lru_cache(maxsize=1)

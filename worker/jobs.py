@@ -1,5 +1,6 @@
-"""Webhook jobs: turn committed events into deliveries, make one delivery attempt, and the
-periodic sweep that re-enqueues whatever a lost job or a dead worker left in the outbox."""
+"""Delivery jobs: turn committed events into webhook deliveries and the wallet pushes they call
+for, make one delivery attempt, and the periodic sweep that re-enqueues whatever a lost job or
+a dead worker left in the outbox."""
 from __future__ import annotations
 
 import time
@@ -11,8 +12,8 @@ from flask import Flask, current_app, has_app_context
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
-from app.delivery_queue import (dispatch_started, enqueue_deliveries, enqueue_delivery_in,
+from app.database.engine import utcnow
+from app.operations.delivery_queue import (dispatch_started, enqueue_deliveries, enqueue_delivery_in,
                                 enqueue_pushes, request_dispatch)
 from app.services.webhooks import delivery
 from app.services.webhooks.transport import DeliveryOutcome, post_event, retry_delays

@@ -11,13 +11,13 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from app.db import database_unavailable, utcnow
-from app.reach import database_failure
+from app.database.engine import database_unavailable, utcnow
+from app.operations.reach import database_failure
 from app.services.checkout import holds
 from app.services.rewards import bonuses, ledger, spend, tiers, upkeep
 from app.services.staff import signing_in
 from app.services.unit_of_work import UnitOfWork
-from app.upkeep import in_batches, prune_outbox, purge_ended_keys, purge_idempotency
+from app.operations.upkeep import in_batches, prune_outbox, purge_ended_keys, purge_idempotency
 from worker.context import job_session, worker_app
 from worker.jobs import sweep_outbox
 from worker.pushes import sweep_pushes

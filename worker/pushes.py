@@ -9,8 +9,8 @@ from functools import lru_cache
 from flask import Flask, current_app, has_app_context
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
-from app.delivery_queue import enqueue_push_in, enqueue_pushes
+from app.database.engine import utcnow
+from app.operations.delivery_queue import enqueue_push_in, enqueue_pushes
 from app.services.cards import apns, pass_pushes
 from app.services.webhooks.transport import next_delay, retry_delays
 from worker.context import job_session, worker_app
@@ -86,8 +86,9 @@ def sweep_pushes(session: Session, now: datetime) -> int:
 
 
 def push_waiting(limit: int = SWEEP_BATCH) -> int:
-    """Make every push due now in this process, one after another (a worker's start, the
-    benchmark, tests without a queue); returns how many were claimed and tried."""
+    """Make every push due now in this process, one after another (the benchmark and the tests
+    drive pushes without a queue; a worker takes them as queued jobs); returns how many were
+    claimed and tried."""
     app = _app()
     with job_session(app) as session:
         now = utcnow()

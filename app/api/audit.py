@@ -6,7 +6,7 @@ from flask.views import MethodView
 
 from app.api.audit_schemas import AuditEventArgs, AuditEventPageResponse
 from app.api.base import Blueprint
-from app.db import request_session
+from app.database.engine import request_session
 from app.services.audit import events
 
 blp = Blueprint("audit", __name__, url_prefix="/v1", description="Audit record")

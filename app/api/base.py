@@ -23,6 +23,7 @@ from webargs.flaskparser import FlaskParser, is_json_request
 
 from app.services.errors import InvalidField
 from app.services.wire import compact_json
+from app.web.views import declared_operation
 from app.web.bodies import json_body, raw_body
 
 
@@ -208,7 +209,7 @@ class Api(flask_smorest.Api):
     ERROR_SCHEMA = ErrorResponse
 
     def handle_http_exception(self, error):
-        from app.errors import http_error_response
+        from app.web.errors import http_error_response
         return http_error_response(error)
 
 
@@ -217,15 +218,6 @@ def json_response(body: dict, status: int) -> Response:
     schema documents the same shape)."""
     return Response(compact_json(body),
                     status=status, mimetype="application/json")
-
-
-def declared_operation(app: Flask, endpoint: str | None, method: str) -> Operation | None:
-    view = app.view_functions.get(endpoint) if endpoint else None
-    if view is None:
-        return None
-    view_class = getattr(view, "view_class", None)
-    func = getattr(view_class, method.lower(), None) if view_class else view
-    return getattr(func, "operation", None)
 
 
 def operations(app: Flask):

@@ -9,7 +9,7 @@ from app.api.base import Blueprint, json_response
 from app.api.campaigns_schemas import (CampaignListArgs, CampaignListResponse, CampaignResponse,
                                        CreateCampaignRequest, UpdateCampaignRequest)
 from app.web.actors import key_actor
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.program import campaigns
 
 blp = Blueprint("campaigns", __name__, url_prefix="/v1", description="Campaigns")

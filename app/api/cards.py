@@ -10,7 +10,7 @@ from flask.views import MethodView
 from markupsafe import Markup
 
 from app.api.base import Blueprint
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.cards import card_page, identifiers
 from app.services.cards.wallet_pass import PassSigner
 from app.services.errors import DomainError, NotFound

@@ -6,7 +6,7 @@ from flask.views import MethodView
 
 from app.api.base import Blueprint
 from app.api.cashiers_schemas import CashierListArgs, CashierListResponse
-from app.db import request_session
+from app.database.engine import request_session
 from app.services.locations import stores
 
 blp = Blueprint("cashiers", __name__, url_prefix="/v1", description="Cashier catalog")

@@ -6,7 +6,7 @@ from flask.views import MethodView
 
 from app.api.base import Blueprint
 from app.api.catalog_schemas import CatalogSyncRequest, CatalogSyncResponse
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.locations import catalog
 
 blp = Blueprint("catalog", __name__, url_prefix="/v1", description="Product catalog")

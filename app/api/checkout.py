@@ -14,7 +14,7 @@ from app.api.checkout_schemas import (CheckoutSessionResponse, CommitSaleRequest
                                       CreateCheckoutSessionRequest, CreateHoldRequest,
                                       CreateQuoteRequest, HoldResponse, QuoteResponse,
                                       ReleaseHoldRequest, SaleResponse)
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.checkout import holds, quotes, sales, sessions
 
 blp = Blueprint("checkout", __name__, url_prefix="/v1", description="Checkout at the register")

@@ -9,7 +9,7 @@ from app.api.base import Blueprint, json_response
 from app.api.company_schemas import (CompanyResponse, ProgramResponse, SubscriptionResponse,
                                      UpdateProgramRequest, program_changes)
 from app.web.actors import key_actor
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.program import settings
 from app.services.tenancy import companies
 

@@ -8,7 +8,7 @@ from app.api.base import Blueprint
 from app.api.credentials_schemas import (CreateCredentialRequest, CredentialListResponse,
                                          IssuedCredentialResponse, RotateCredentialRequest)
 from app.web.actors import key_actor
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.web.idempotency import SECRET_SHOWN_ONCE
 from app.services.tenancy import credentials
 

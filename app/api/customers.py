@@ -7,7 +7,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint
 from app.api.customers_schemas import (CreateCustomerRequest, CustomerDirectoryArgs,
                                        CustomerDirectoryResponse, CustomerResponse, CustomerSearchArgs)
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.customers import profiles
 
 blp = Blueprint("customers", __name__, url_prefix="/v1", description="Customers")

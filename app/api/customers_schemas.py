@@ -3,7 +3,7 @@ import marshmallow as ma
 from app.api.base import ResponseSchema, Schema
 from app.api.fields import Amount, CalendarDate, Text, Timestamp, no_nul
 from app.api.paging import OffsetArgs, offset_page_schema
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.customers.phones import InvalidPhone, normalise_phone
 
 OLDEST_BIRTH_DATE = "1900-01-01"

@@ -13,11 +13,12 @@ from apispec import BasePlugin
 from flask import Flask
 
 from app.api.base import (Api, CustomerExistsError, ErrorResponse, HTTPValidationError, Operation,
-                          ReceiptCommittedError, declared_operation)
+                          ReceiptCommittedError)
 from app.api.error_codes import ERROR_CODES, status_of
 from app.api.examples import add_examples
 from app.api.validation_errors import validation_response
 from app.web.auth import BODY_METHODS, POS_KEY_MAX_LENGTH
+from app.web.views import declared_operation
 
 _RULE_ARGUMENT = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 # A key's request is also counted against its rate (app.web.rate_limit).

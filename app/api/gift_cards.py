@@ -6,7 +6,7 @@ from flask.views import MethodView
 
 from app.api.base import Blueprint
 from app.api.gift_cards_schemas import GiftCardResponse
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.cards import gift_cards
 from app.services.errors import NotFound, RateLimited
 

@@ -9,7 +9,7 @@ from app.api.checkout import CHECKOUT, sent
 from app.api.checkout_schemas import SaleResponse
 from app.api.offline_sales_schemas import (REQUEST_EXAMPLE, RESPONSE_EXAMPLE,
                                            CreateOfflineSaleRequest)
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.checkout import offline
 from app.services.errors import InvalidField
 

@@ -8,8 +8,8 @@ from flask.views import MethodView
 
 from app.api.base import Blueprint
 from app.api.otp_schemas import ConfirmOtpChallengeRequest, CreateOtpChallengeRequest, OtpChallengeResponse
-from app.db import request_session, utcnow
-from app.errors import validation_response
+from app.database.engine import request_session, utcnow
+from app.web.errors import validation_response
 from app.services.customers import otp, profiles
 
 blp = Blueprint("otp", __name__, url_prefix="/v1", description="One-time codes")

@@ -13,7 +13,7 @@ from flask.views import MethodView
 from app.api.base import Blueprint
 from app.api.cards import PKPASS_MEDIA_TYPE, wallet_signer
 from app.web.bodies import chunked_body_exceeds, decode, raw_body
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.models import Company, Customer
 from app.services.cards import card_page, passkit
 from app.services.errors import DomainError, InvalidField

@@ -15,7 +15,7 @@ from app.api.report_csv import report_csv, wants_csv
 from app.api.reports_schemas import (LedgerPeriod, LedgerReport, LedgerReportArgs,
                                      LiabilityReport, PeriodArgs, ProgramReport, RegisterGroup,
                                      RegisterReport, RegisterReportArgs)
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.reports.fair_share import ReportSlots, ReportTimedOut, per_process
 from app.services.reports.ledger import ledger_movements
 from app.services.reports.liability import liability

@@ -8,7 +8,7 @@ from app.api.base import Blueprint
 from app.api.paging import OffsetArgs
 from app.api.rewards_schemas import (RewardAccountResponse, RewardActivityPageResponse,
                                      RewardAdjustmentRequest, RewardAdjustmentResponse)
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.rewards import accounts
 from app.services.wire import Balance
 from app.web.actors import key_actor

@@ -8,7 +8,7 @@ from app.api.base import Blueprint
 from app.api.checkout import CHECKOUT, sent
 from app.api.sales_schemas import (CreateReturnRequest, ReturnResponse, SaleLookupPath,
                                    SaleLookupResponse)
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.checkout import returns, sales
 
 blp = Blueprint("sales", __name__, url_prefix="/v1", description="Sales and returns")

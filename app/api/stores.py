@@ -9,7 +9,7 @@ from app.api.paging import PageArgs
 from app.api.stores_schemas import (CreateStoreRequest, PlaceDirectoryResponse, StoreListResponse,
                                     StoreResponse)
 from app.web.actors import key_actor
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.locations import stores
 
 blp = Blueprint("stores", __name__, url_prefix="/v1", description="Stores and the place directory")

@@ -9,7 +9,7 @@ from app.api.terminals_schemas import (CreateTerminalRequest, TerminalListArgs,
                                        TerminalListResponse, TerminalResponse,
                                        UpdateTerminalRequest)
 from app.web.actors import key_actor
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.services.locations import stores
 
 blp = Blueprint("terminals", __name__, url_prefix="/v1", description="Terminals (registers)")

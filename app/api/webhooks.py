@@ -8,7 +8,7 @@ from app.api.base import Blueprint
 from app.api.webhooks_schemas import (CreateWebhookEndpointRequest, IssuedWebhookEndpointResponse,
                                       RotateWebhookSecretRequest, WebhookEndpointListResponse)
 from app.web.actors import key_actor
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.web.idempotency import SECRET_SHOWN_ONCE
 from app.services.webhooks import endpoints
 

@@ -6,7 +6,7 @@ from flask.cli import AppGroup
 from sqlalchemy import select
 
 from app.cli.errors import refuse
-from app.cli.session import operator_session
+from app.cli.operator import operator_session
 from app.models import Company
 from app.services.customers import profiles
 

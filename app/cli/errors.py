@@ -11,7 +11,7 @@ from flask.cli import ScriptInfo
 from redis.exceptions import RedisError
 from sqlalchemy.exc import DBAPIError
 
-from app.reach import database_failure, redis_failure
+from app.operations.reach import database_failure, redis_failure
 from app.services.errors import DomainError
 
 

@@ -6,9 +6,9 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.cli.errors import refuse
-from app.cli.session import existing_company, operator_session
+from app.cli.operator import existing_company, operator_session
 from app.cli.tenants import _instant
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services import wire
 from app.services.cards import gift_cards
 from app.services.rewards.bounds import BALANCE_BOUND

@@ -4,8 +4,8 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from app.cli.session import existing_company, operator_session
-from app.db import utcnow
+from app.cli.operator import existing_company, operator_session
+from app.database.engine import utcnow
 from app.services.rewards import verification
 
 ledger_cli = AppGroup("ledger", help="The reward ledger.")

@@ -7,7 +7,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.web.monitoring import status
 
 ops_cli = AppGroup("ops", help="Running the service.")

@@ -9,8 +9,8 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.cli.errors import refuse
-from app.cli.session import existing_company, operator_session
-from app.db import utcnow
+from app.cli.operator import existing_company, operator_session
+from app.database.engine import utcnow
 from app.services.audit import events as audit
 from app.services.staff import members
 from app.services.staff.roles import ROLES

@@ -10,8 +10,8 @@ from flask.cli import AppGroup, with_appcontext
 
 from app.api.fields import MAX_AMOUNT
 from app.cli.errors import refuse
-from app.cli.session import existing_company, operator_session
-from app.db import utcnow
+from app.cli.operator import existing_company, operator_session
+from app.database.engine import utcnow
 from app.services import wire
 from app.services.checkout.offline import LONGEST_WINDOW_DAYS as LONGEST_OFFLINE_WINDOW_DAYS
 from app.services.audit import events as audit
@@ -74,7 +74,7 @@ def _instant(value: str | None) -> datetime | None:
 @db_cli.command("upgrade")
 def db_upgrade():
     """Apply every migration."""
-    from app.migrate import upgrade
+    from app.database.migrate import upgrade
 
     upgrade(current_app.config["SETTINGS"].database_url)
     click.echo("migrated")
@@ -271,7 +271,7 @@ def subscriptions_set(company_id, status, register_limit, access_until):
 def idempotency_purge():
     """Delete idempotency records older than IDEMPOTENCY_TTL, a batch per transaction (the
     periodic job does the same every run)."""
-    from app.upkeep import purge_idempotency
+    from app.operations.upkeep import purge_idempotency
 
     with operator_session() as session:
         count = purge_idempotency(session, utcnow(), most=sys.maxsize)

@@ -9,13 +9,13 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.cli.errors import refuse
-from app.cli.session import operator_session
-from app.db import utcnow
-from app.delivery_queue import enqueue_deliveries
+from app.cli.operator import operator_session
+from app.database.engine import utcnow
+from app.operations.delivery_queue import enqueue_deliveries
 from app.services.errors import NotFound
 from app.services.operations import retention
 from app.services.webhooks import delivery, endpoints
-from app.upkeep import in_batches
+from app.operations.upkeep import in_batches
 
 webhooks_cli = AppGroup("webhooks", help="Webhook hosts and dead letters.")
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 from sqlalchemy import BigInteger, ForeignKey, String
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
-from app.db import UtcDateTime, utcnow
+from app.database.engine import UtcDateTime, utcnow
 
 Money = BigInteger  # integer kopecks
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKeyConstraint, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UtcDateTime
+from app.database.engine import Base, UtcDateTime
 from app.models.base import Money, TenantMixin
 
 # The states of docs/api.md#states, named once: the services move rows between them, the schemas

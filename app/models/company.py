@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UtcDateTime, utcnow
+from app.database.engine import Base, UtcDateTime, utcnow
 from app.models.base import Money, TenantMixin, new_id
 
 

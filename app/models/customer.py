@@ -7,7 +7,7 @@ from sqlalchemy import (Date, ForeignKeyConstraint, Index, Integer, String, Uniq
                         text)
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UtcDateTime, utcnow
+from app.database.engine import Base, UtcDateTime, utcnow
 from app.models.base import Money, TenantMixin
 
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, ForeignKeyConstraint, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UtcDateTime, utcnow
+from app.database.engine import Base, UtcDateTime, utcnow
 from app.models.base import TenantMixin
 
 

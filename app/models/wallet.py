@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import ForeignKeyConstraint, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.db import Base, UtcDateTime
+from app.database.engine import Base, UtcDateTime
 
 
 class WalletPass(Base):

@@ -7,7 +7,7 @@ from functools import wraps
 from flask import abort, current_app, redirect, request, url_for
 from flask_login import current_user, login_required
 
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.portal.blueprint import bp
 from app.portal.security import csrf, login_manager
 from app.services.audit import events as audit

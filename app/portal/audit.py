@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import render_template
 
-from app.db import request_session
+from app.database.engine import request_session
 from app.portal.blueprint import bp
 from app.portal.access import company_id, offset_arg, requires
 from app.services.audit import events

@@ -8,7 +8,7 @@ from flask_babel import gettext as _
 from flask_login import current_user
 
 from app.api.rewards_schemas import RewardAdjustmentRequest
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.portal import forms
 from app.portal.blueprint import bp
 from app.portal.access import (back_to, company_id, offset_arg, requires, settings,

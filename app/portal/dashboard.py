@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import render_template
 
 from app.api.reports_schemas import PeriodArgs
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.portal import charts
 from app.portal.access import requires
 from app.portal.blueprint import bp

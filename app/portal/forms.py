@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import marshmallow as ma
 from flask import flash
 
-from app.db import request_session
-from app.errors import webargs_items
+from app.database.engine import request_session
+from app.web.errors import webargs_items
 from app.portal.access import back_to
 from app.services.errors import DomainError, InvalidField, NotFound
 

@@ -9,7 +9,7 @@ from flask_babel import gettext as _
 from flask_login import current_user
 
 from app.api.credentials_schemas import CreateCredentialRequest, RotateCredentialRequest
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.portal import forms
 from app.portal.access import company_id, requires, settings, staff_actor
 from app.portal.blueprint import bp

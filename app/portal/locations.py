@@ -10,7 +10,7 @@ from flask_babel import gettext as _
 
 from app.api.stores_schemas import CreateStoreRequest
 from app.api.terminals_schemas import CreateTerminalRequest, UpdateTerminalRequest
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.portal import forms
 from app.portal.access import company_id, requires, staff_actor
 from app.portal.blueprint import bp

@@ -10,7 +10,7 @@ from flask_babel import gettext as _
 
 from app.api.campaigns_schemas import CreateCampaignRequest, UpdateCampaignRequest
 from app.api.company_schemas import UpdateProgramRequest, program_changes
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.portal import forms
 from app.portal.access import back_to, company_id, requires, staff_actor
 from app.portal.blueprint import bp

@@ -12,8 +12,8 @@ from flask import current_app, request
 from psycopg2.errorcodes import QUERY_CANCELED
 from sqlalchemy.exc import DBAPIError
 
-from app.db import request_session, utcnow
-from app.errors import webargs_items
+from app.database.engine import request_session, utcnow
+from app.web.errors import webargs_items
 from app.portal.access import company_id, settings
 from app.services.reports.fair_share import ReportTimedOut
 from app.services.reports.periods import moscow_day

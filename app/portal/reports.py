@@ -21,7 +21,7 @@ from app.api.reports_schemas import (
     RegisterReport,
     RegisterReportArgs,
 )
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.portal.access import requires
 from app.portal.blueprint import bp
 from app.portal.report_runs import default_period, read_query, report_slot

@@ -6,7 +6,7 @@ from flask import redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
 from flask_login import current_user, login_required, login_user, logout_user
 
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.models import StaffMember
 from app.portal.blueprint import bp
 from app.portal.access import StaffUser, safe_next

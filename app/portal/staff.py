@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import flash, render_template, request
 from flask_babel import gettext as _
 
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.portal.blueprint import bp
 from app.portal.access import back_to, company_id, requires, settings, staff_actor
 from app.services.errors import DomainError

@@ -1,4 +1,4 @@
-"""Domain errors raised by the services; `app/errors.py` turns them into HTTP responses."""
+"""Domain errors raised by the services; `app/web/errors.py` turns them into HTTP responses."""
 from __future__ import annotations
 
 
@@ -59,7 +59,7 @@ class InvalidField(DomainError):
 
 # A write deferred to the commit (UnitOfWork.defer) finds its unique violation there, not at its
 # own statement: the constraints whose violation is a Conflict of the domain, registered by the
-# service that defers the write, answer as that statement's caller would have (app/errors.py).
+# service that defers the write, answer as that statement's caller would have (app/web/errors.py).
 _CONFLICT_OF_CONSTRAINT: dict = {}  # constraint's name → the Conflict's maker
 
 

@@ -8,7 +8,7 @@ one executemany. Everything off that path uses the ORM session as usual; this ob
 its transaction.
 
 - `run(statement, params)` sends the deferred writes and then `statement`; its result is
-  SQLAlchemy's (rows, `scalar()`, `rowcount`; times are aware UTC: app/db.py's UtcDateTime).
+  SQLAlchemy's (rows, `scalar()`, `rowcount`; times are aware UTC: app/database/engine.py's UtcDateTime).
 - `defer(statement, params)` queues a write that no caller waits on (no rows, no count, no
   error it would catch: a unique violation that means a Conflict is registered as one,
   `app/services/errors.py`).
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from app.services.rewards.account import Account
+from app.services.rewards.locked_account import Account
 
 
 class UnitOfWork:
@@ -45,7 +45,7 @@ class UnitOfWork:
     @classmethod
     def of(cls, session) -> UnitOfWork:
         """The unit of work of the session's current transaction, begun on first use (a
-        WorkSession or a RequestSession: app/services/sessions.py)."""
+        WorkSession or a RequestSession: app/services/transactions.py)."""
         work = session.work
         if work is None:
             work = session.work = cls(session)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import current_app, g, request
 from sqlalchemy import select
 
-from app.db import request_session
+from app.database.engine import request_session
 from app.models import ApiCredential
 from app.services.audit import events as audit
 from app.web.proxies import client_address

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from flask import Request, current_app
 
-from app.api.base import declared_operation
+from app.web.views import declared_operation
 from app.web.bodies import chunked_body_exceeds
-from app.db import request_session, utcnow
+from app.database.engine import request_session, utcnow
 from app.web.idempotency import claim_ahead
 from app.services.errors import DomainError, Forbidden, InvalidField
 from app.services.tenancy import credentials

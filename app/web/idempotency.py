@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 
 from app.web.bodies import json_body, raw_body
-from app.db import conflict_insert, request_session, utcnow
+from app.database.engine import conflict_insert, request_session, utcnow
 from app.models import IdempotencyRecord
 from app.services.errors import Conflict, InvalidField
 from app.services.unit_of_work import UnitOfWork
@@ -210,7 +210,7 @@ def idempotent(low: int, high: int, required: bool = True):
                 # The effect's writes and the record's completion go together with the commit,
                 # one round trip for all (with its COMMIT, on PostgreSQL: UnitOfWork.commit);
                 # the ORM's changes, if any, in a flush before. A write that fails there fails
-                # the whole request as it would here (app/errors.py: raised by the commit).
+                # the whole request as it would here (app/web/errors.py: raised by the commit).
                 if session.new or session.dirty or session.deleted:
                     session.flush()
                 work.defer(_COMPLETE, {

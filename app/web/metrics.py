@@ -20,7 +20,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy.orm import Session
 
 from app.web.auth import Unauthorized, bearer_key
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.web.monitoring import database_figures, worker_heartbeat
 from app.services.errors import NotFound
 from app.services.operations import gauges

@@ -56,7 +56,7 @@ def database_figures(session: Session, now: datetime) -> dict:
 
 def status(app: Flask, now: datetime) -> dict:
     """`flask ops status`: one JSON document."""
-    from app.migrate import migration_state
+    from app.database.migrate import migration_state
 
     settings = app.config["SETTINGS"]
     report = {"database": {"reachable": False}, "migrations": None, "outbox": None,

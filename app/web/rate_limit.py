@@ -18,7 +18,7 @@ import time
 from flask import Flask, Response, current_app, g
 
 from app.config import Settings
-from app.errors import error_body
+from app.web.errors import error_body
 from app.web.rate_counts import Counts, Lease, Rate
 
 # The policies' names in the RateLimit headers.

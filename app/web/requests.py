@@ -13,7 +13,7 @@ from werkzeug.routing import RequestRedirect
 
 from app.web.auth import authenticate_request
 from app.web.bodies import read_what_is_left
-from app.delivery_queue import hand_over_events
+from app.operations.delivery_queue import hand_over_events
 from app.web.metrics import observe_request
 from app.web.proxies import client_address
 from app.services.errors import InvalidField, NotFound

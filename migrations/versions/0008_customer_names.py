@@ -19,7 +19,7 @@ branch_labels = None
 depends_on = None
 
 # The expression of app.services.customers.profiles.FULL_NAME. On SQLite the migration's connection
-# has the app's Unicode-aware lower() (app.db.make_engine), so Cyrillic folds there too.
+# has the app's Unicode-aware lower() (app.database.engine.make_engine), so Cyrillic folds there too.
 FULL_NAME = "lower(first_name || ' ' || coalesce(last_name, ''))"
 
 

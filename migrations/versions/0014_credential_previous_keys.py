@@ -42,7 +42,7 @@ def upgrade() -> None:
                     ["key_digest"])
     now = datetime.now(timezone.utc)
     if op.get_bind().dialect.name == "sqlite":
-        now = now.replace(tzinfo=None)  # stored naive UTC there (app.db.UtcDateTime)
+        now = now.replace(tzinfo=None)  # stored naive UTC there (app.database.engine.UtcDateTime)
     op.get_bind().execute(sa.text(
         "INSERT INTO api_credential_previous_keys "
         "(company_id, credential_id, sequence, key_digest, valid_until) "

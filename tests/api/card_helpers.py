@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
 from app import create_app
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Customer, Store
 from app.services.cards import identifiers
 from app.services.customers import profiles

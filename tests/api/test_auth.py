@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import event, select, update
 
 from app.api.base import operations
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import ApiCredential, PreviousKey
 from app.services.tenancy import keys
 from app.services.tenancy.scopes import ALL_SCOPES

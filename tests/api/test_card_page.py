@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Company, Customer, LedgerEntry, RewardAccount
 from app.services.cards.card_page import PAGE_STORE_LIMIT, display_amount
 from app.services.cards.identifiers import is_valid_ean13

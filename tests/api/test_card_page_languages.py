@@ -43,7 +43,7 @@ def test_the_switch_is_kept_in_a_cookie_on_cards(app, tenant, db):
 
 
 def test_the_pending_day_is_written_in_the_language(client, tenant, db):
-    from app.db import utcnow
+    from app.database.engine import utcnow
 
     customer = make_customer(db, tenant.company_id, pending=500,
                              pending_at=utcnow() + timedelta(days=40))

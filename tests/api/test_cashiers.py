@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Cashier
 from app.services.locations import stores
 from tests.api.locations_helpers import validation_locs

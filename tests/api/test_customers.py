@@ -185,7 +185,7 @@ def _pending_accrual(app, company_id, customer_id, amount, *, matured):
     """An accrual PENDING for a day; `matured` moves its availableAt into the past."""
     from datetime import timedelta
 
-    from app.db import utcnow
+    from app.database.engine import utcnow
     from app.services.rewards import ledger
 
     session = app.extensions["session_factory"]()

@@ -127,7 +127,7 @@ def test_a_register_day_through_the_generated_client(generated, tenant):
         (m.ActivityType.ACCRUAL_REVERSAL, m.ActivityStatus.ACTIVE)}
 
     # The store manager's evening: the shift by cashier, as the back office reads it.
-    from app.db import utcnow
+    from app.database.engine import utcnow
     from app.services.reports.periods import moscow_day
     today = moscow_day(utcnow())
     shift = call("reports.get_register_report").sync(

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select, update
 
 from app import create_app
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models.gift_card import GiftCard, GiftCardLookupMisses
 from app.services.cards import gift_cards, identifiers
 from tests.conftest import TEST_PEPPER

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import IdempotencyRecord, LedgerEntry, OutboxEvent
 from tests.api.test_customers import enrol
 from tests.api.test_rewards_concurrency import together

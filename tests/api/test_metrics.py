@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import update
 
 from app import create_app
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import WebhookDelivery
 from app.services.webhooks import delivery, endpoints
 from app.services.webhooks.outbox import record_event

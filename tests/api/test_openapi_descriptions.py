@@ -9,7 +9,7 @@ import pathlib
 import re
 
 from app.api.validation_errors import VALIDATION_TYPES
-from app.errors import MESSAGE_TYPES
+from app.web.errors import MESSAGE_TYPES
 from tests.api.test_openapi_for_clients import document  # noqa: F401 - the fixture
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Customer, OtpChallenge, OutboxEvent
 from app.services.tenancy import companies
 from app.services.webhooks.outbox import revealed

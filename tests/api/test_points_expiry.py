@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, OutboxEvent, RewardAccount
 from app.services.tenancy import companies
 from app.services.wire import format_timestamp

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, OutboxEvent, RewardAccount
 from app.services.rewards import verification
 from tests.api.test_customers import _pending_accrual, enrol

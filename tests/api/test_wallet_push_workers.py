@@ -7,7 +7,7 @@ import pytest
 from rq.registry import ScheduledJobRegistry, StartedJobRegistry
 from sqlalchemy import select
 
-from app.delivery_queue import enqueue_pushes
+from app.operations.delivery_queue import enqueue_pushes
 from app.models import WalletRegistration
 from tests.api.card_helpers import PASS_TYPE_ID, make_customer
 from tests.api.test_rewards import adjust

@@ -10,7 +10,7 @@ import pytest
 from gunicorn.http.errors import InvalidChunkSize
 from sqlalchemy import update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import RewardAccount, WalletRegistration
 from tests.api.card_helpers import PASS_TYPE_ID, make_customer
 from tests.api.test_passkit import certificates, wallet_client  # noqa: F401 - fixtures

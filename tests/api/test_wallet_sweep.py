@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardAccount, WalletRegistration
 from app.services.cards.pass_pushes import SWEEP_MARGIN
 from app.services.rewards import ledger

@@ -7,7 +7,7 @@ from functools import partial
 import pytest
 from sqlalchemy import select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import WebhookEndpoint
 from app.services.webhooks import endpoints
 from app.services.webhooks.outbox import EVENT_TYPES

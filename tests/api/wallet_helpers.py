@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import RewardAccount
 from tests.api.card_helpers import PASS_TYPE_ID
 from tests.conftest import _APPS

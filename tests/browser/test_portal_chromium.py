@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.reports.periods import moscow_day
 from app.services.wire import parse_amount
 from app.web.languages import money

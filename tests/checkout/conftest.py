@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import (CatalogItem, CheckoutSession, Customer, Hold, OutboxEvent, RewardAccount,
                         Store, Terminal)
 from app.services.cards import identifiers

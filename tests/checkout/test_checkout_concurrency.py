@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Hold, LedgerEntry, Sale
 from app.services.checkout import holds
 from app.services.wire import parse_amount

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardAccount, RewardLot
 from app.services.rewards import upkeep
 from app.services.wire import format_timestamp

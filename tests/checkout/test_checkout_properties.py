@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.api.fields import MAX_AMOUNT
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.checkout import holds, quotes, returns, sales, sessions
 from app.services.errors import Conflict
 from app.services.rewards.bounds import BALANCE_BOUND

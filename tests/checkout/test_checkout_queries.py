@@ -103,7 +103,7 @@ def test_statements_per_request_stay_few(app, register, counted):
 def test_the_registers_requests_make_no_orm_session(app, register, counted, monkeypatch):
     """Every statement of theirs goes through the unit of work, so the ORM's session (about
     0.1 ms of CPU a request to make, begin, commit and close) is never made."""
-    from app.services.sessions import WorkSession
+    from app.services.transactions import WorkSession
 
     customer, _, _ = counted
     cashier = {"externalId": "C", "name": "Olga"}
@@ -161,8 +161,8 @@ def test_a_sale_made_offline_costs_no_more_than_a_commit(app, register, counted,
     session."""
     from datetime import timedelta
 
-    from app.db import utcnow
-    from app.services.sessions import WorkSession
+    from app.database.engine import utcnow
+    from app.services.transactions import WorkSession
     from app.services.wire import format_timestamp
 
     customer, measure, results = counted

@@ -2,7 +2,7 @@
 refuses hold and commit but always lets a hold be released."""
 from datetime import timedelta
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from tests.checkout.conftest import line
 
 RECEIPT = [line("1", "100.00"), line("2", "50.00")]

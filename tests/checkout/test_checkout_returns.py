@@ -2,7 +2,7 @@
 left, the clawback policies, the pending accrual cancelled first, the sale's states."""
 from datetime import timedelta
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.rewards import ledger
 from app.services.unit_of_work import UnitOfWork
 from tests.checkout.conftest import line

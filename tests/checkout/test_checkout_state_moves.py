@@ -3,7 +3,7 @@ commit's capture of the hold and the account's lock. They must happen only once 
 moved: a commit whose move found another state (or another latest quote) captures nothing."""
 import pytest
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.checkout.statements import COMMITTED_MOVE
 from app.services.unit_of_work import UnitOfWork
 from tests.checkout.conftest import line

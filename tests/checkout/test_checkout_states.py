@@ -3,7 +3,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.checkout import holds
 from tests.checkout.conftest import line

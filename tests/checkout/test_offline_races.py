@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Sale
 from app.services.wire import format_timestamp
 from tests.checkout.conftest import Register, line

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlalchemy import select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Customer, LedgerEntry
 from app.services.wire import format_timestamp
 from tests.checkout.conftest import line

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from tests.api.locations_helpers import create_store
 from tests.bouncer import DATABASE_ZONE
 from tests.checkout.conftest import Register, build_shop, line

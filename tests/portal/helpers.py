@@ -6,7 +6,7 @@ import re
 from decimal import Decimal
 from html.parser import HTMLParser
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.audit import events as audit
 from app.services.staff import members
 

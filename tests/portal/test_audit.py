@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.audit import events as audit
 from app.services.wire import format_timestamp
 from tests.api.test_customers import credit, enrol

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.customers import profiles, search
 from tests.api.card_helpers import make_customer
 

@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 from sqlalchemy import select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import AuditEvent, LedgerEntry, RewardLot
 from app.services.staff.roles import MAY, ROLES
 from tests.api.card_helpers import make_customer

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import AuditEvent
 from tests.checkout.conftest import line
 from tests.portal.helpers import post_form

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.reports.periods import moscow_day
 from tests.checkout.conftest import line
 from tests.portal.helpers import add_staff, roubles, sign_in, table

@@ -4,7 +4,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.wire import format_timestamp
 
 

@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta, timezone
 
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, OutboxEvent, RewardAccount
 from app.services.rewards import bonuses, verification
 from tests.checkout.conftest import line

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import RewardAccount
 from app.services.checkout import holds, quotes, sales, sessions
 from app.services.checkout.pricing import BP_SCALE

@@ -9,7 +9,7 @@ import threading
 import pytest
 from sqlalchemy import select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import RewardAccount
 from app.services.program import settings as program_settings
 from app.services.rewards import ledger

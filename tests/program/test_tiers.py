@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import RewardAccount, Sale
 from app.services.rewards import spend, verification
 from tests.checkout.conftest import line

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.reports.periods import moscow_day
 from tests.checkout.conftest import line
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.reports.periods import moscow_day
 from app.services.wire import format_timestamp
 from tests.checkout.conftest import line

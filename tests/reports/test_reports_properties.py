@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.reports.periods import moscow_day
 from app.services.rewards.tiers import line_spend

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sqlalchemy import event, select, text
 
 from app.api.catalog_schemas import CatalogSyncItem, _plain_entry
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import CatalogItem
 from app.services.errors import InvalidField, NotFound
 from app.services.locations import catalog, stores

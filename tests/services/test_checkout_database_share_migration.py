@@ -7,8 +7,8 @@ from alembic import command
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from app.db import make_engine
-from app.migrate import alembic_config, upgrade
+from app.database.engine import make_engine
+from app.database.migrate import alembic_config, upgrade
 
 REVISION = "0024_checkout_database_share"
 

@@ -4,7 +4,7 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine, text
 
-from app.migrate import alembic_config
+from app.database.migrate import alembic_config
 
 pytestmark = pytest.mark.postgres
 

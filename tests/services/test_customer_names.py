@@ -7,8 +7,8 @@ import pytest
 from alembic import command
 from sqlalchemy import delete, inspect, select, update
 
-from app.db import make_engine, utcnow
-from app.migrate import alembic_config, upgrade
+from app.database.engine import make_engine, utcnow
+from app.database.migrate import alembic_config, upgrade
 from app.models import Company, Customer, CustomerName
 from app.services.cards import identifiers
 from app.services.customers import profiles

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from redis import Redis
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.services.cards.gift_cards import (MISS_LIMIT, MISS_WINDOW_SECONDS, DatabaseMissCounter,
                                            RedisMissCounter)
 from tests.conftest import REDIS_URL

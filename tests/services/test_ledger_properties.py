@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.customers import profiles
 from app.services.errors import Conflict

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.customers import profiles
 from app.services.rewards import accounts, ledger, verification

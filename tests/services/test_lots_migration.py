@@ -7,11 +7,11 @@ from datetime import timedelta
 from alembic import command
 from sqlalchemy import inspect, select, text
 
-from app.db import make_engine, utcnow
-from app.migrate import alembic_config, upgrade
+from app.database.engine import make_engine, utcnow
+from app.database.migrate import alembic_config, upgrade
 from app.models import RewardLot
 from app.services.rewards import accounts, verification
-from app.services.sessions import make_session_factory
+from app.services.transactions import make_session_factory
 
 BEFORE = "0010_deliveries_by_event"
 

@@ -15,7 +15,7 @@ from hypothesis.stateful import (RuleBasedStateMachine, invariant, precondition,
                                  run_state_machine_as_test)
 from sqlalchemy import select
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardLot
 from app.services.checkout import holds, quotes, returns, sales, sessions
 from app.services.customers import profiles

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import delete, func, insert, select, update
 
 from app import create_app
-from app.db import utcnow
-from app.migrate import upgrade
+from app.database.engine import utcnow
+from app.database.migrate import upgrade
 from app.models import CustomerName, IdempotencyRecord, OutboxEvent
 from app.services.customers import profiles
 from app.services.webhooks.outbox import record_event

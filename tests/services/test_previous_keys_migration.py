@@ -8,10 +8,10 @@ from datetime import timedelta
 from alembic import command
 from sqlalchemy import inspect, text
 
-from app.db import make_engine, utcnow
-from app.migrate import alembic_config, upgrade
+from app.database.engine import make_engine, utcnow
+from app.database.migrate import alembic_config, upgrade
 from app.services.tenancy import credentials, keys
-from app.services.sessions import make_session_factory
+from app.services.transactions import make_session_factory
 from tests.conftest import TEST_PEPPER
 
 BEFORE = "0013_tier_window_versions"
@@ -36,7 +36,7 @@ def test_previous_keys_in_their_grace_move_and_keep_working(fresh_database):
     engine = make_engine(fresh_database)
     now = utcnow()
 
-    def stored(moment):  # SQLite keeps naive UTC (app.db.UtcDateTime)
+    def stored(moment):  # SQLite keeps naive UTC (app.database.engine.UtcDateTime)
         return moment.replace(tzinfo=None) if moment and engine.dialect.name == "sqlite" else moment
 
     with engine.begin() as connection:

@@ -7,9 +7,9 @@ import pytest
 from sqlalchemy import bindparam, func, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Company
-from app.services.sessions import RequestSession, WorkSession
+from app.services.transactions import RequestSession, WorkSession
 from app.services.unit_of_work import UnitOfWork
 
 COMPANIES = Company.__table__

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import Company, LedgerEntry, RewardAccount
 from app.services.customers import profiles
 from app.services.rewards import ledger, verification

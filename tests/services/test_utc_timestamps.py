@@ -1,4 +1,4 @@
-"""Every timestamptz the driver reads (app/timestamptz.py) is the moment sent, in UTC, whatever
+"""Every timestamptz the driver reads (app/database/timestamptz.py) is the moment sent, in UTC, whatever
 zone the session writes it in (offsets in hours, minutes and seconds: Moscow's +02:30:17 before
 1919; local times in the year 10000 or BC), the unit of work's rows included."""
 from datetime import datetime, timezone
@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import bindparam, func, select
 
-from app.db import UtcDateTime, utcnow
-from app.timestamptz import utc_moment
+from app.database.engine import UtcDateTime, utcnow
+from app.database.timestamptz import utc_moment
 from app.models import Company
 from app.services.unit_of_work import UnitOfWork
 

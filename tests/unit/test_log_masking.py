@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from app.logs import JsonFormatter, SecretsMasked, mask_secrets
+from app.web.logs import JsonFormatter, SecretsMasked, mask_secrets
 
 CARD_TOKEN = "Xq3v_9ZkP-aT1mB7cD2eF4gH5iJ6kL8mN0oP1qR2sT3"
 GIFT_CODE = "7KQ2M9XPZ4HT3WNB"

@@ -1,5 +1,5 @@
 """The web's serving settings (app/serving.py): gunicorn's own lines about a request leave out
-what the client sent (app.logs.ServerLineFilter), and nginx drops an idle connection to an
+what the client sent (app.web.logs.ServerLineFilter), and nginx drops an idle connection to an
 instance before the instance would close it."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 import re
 from pathlib import Path
 
-from app.logs import ServerLineFilter
+from app.web.logs import ServerLineFilter
 
 TOKEN = "c_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 

@@ -25,9 +25,9 @@ from sqlalchemy import select, update
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from app import create_app
-from app.db import request_session, utcnow
-from app.delivery_queue import dispatch_flag_key
-from app.delivery_queue import hand_over_events
+from app.database.engine import request_session, utcnow
+from app.operations.delivery_queue import dispatch_flag_key
+from app.operations.delivery_queue import hand_over_events
 from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.services.errors import Conflict
 from app.services.webhooks.delivery import dispatch_pending

@@ -24,7 +24,7 @@ def app_without_redis(settings):
 def test_enrolments_succeed_and_their_events_wait_while_redis_is_away(
         app_without_redis, tenant, db, caplog):
     client = app_without_redis.test_client()
-    with caplog.at_level(logging.WARNING, logger="app.delivery_queue"):
+    with caplog.at_level(logging.WARNING, logger="app.operations.delivery_queue"):
         for n in range(3):
             with client.post("/v1/customers", headers=tenant.headers(),
                              json={"phone": f"+7916000000{n}", "firstName": "Ира"}) as answer:

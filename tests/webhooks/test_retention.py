@@ -7,12 +7,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import delete, func, insert, select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import IdempotencyRecord, OutboxEvent, WebhookDelivery
 from app.services.operations import retention
 from app.services.webhooks import delivery, endpoints
 from app.services.webhooks.outbox import record_event
-from app.upkeep import in_batches
+from app.operations.upkeep import in_batches
 from tests.conftest import TEST_PEPPER
 from worker.periodic import run_periodic_tasks
 

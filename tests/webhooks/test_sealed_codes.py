@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import select, text
 
 from app import create_app
-from app.db import Base, transaction, utcnow
+from app.database.engine import Base, utcnow
+from app.operations.work import transaction
 from app.models import OutboxEvent, WebhookDelivery
 from app.services.webhooks import delivery
 from tests.api.test_otp import challenge

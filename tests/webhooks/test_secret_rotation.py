@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import update
 from standardwebhooks.webhooks import WebhookVerificationError
 
-from app.db import transaction, utcnow
+from app.database.engine import utcnow
+from app.operations.work import transaction
 from app.models import WebhookEndpoint
 from tests.api.test_customers import enrol
 from tests.api.test_webhook_endpoints import rotate

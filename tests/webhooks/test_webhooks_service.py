@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
 from app.services.webhooks import delivery, endpoints
 from app.services.webhooks.outbox import record_event
@@ -441,8 +441,8 @@ def test_a_burst_of_commits_asks_for_one_dispatch_run(app):
     from redis import Redis
     from rq import Queue
 
-    from app.delivery_queue import dispatch_flag_key, dispatch_started, request_dispatch
-    from app.delivery_queue import hand_over_events
+    from app.operations.delivery_queue import dispatch_flag_key, dispatch_started, request_dispatch
+    from app.operations.delivery_queue import hand_over_events
 
     settings = app.config["SETTINGS"]
     redis = Redis.from_url(settings.redis_url)

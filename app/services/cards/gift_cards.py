@@ -17,7 +17,7 @@ from redis.exceptions import RedisError
 from sqlalchemy import bindparam, case, select
 from sqlalchemy.orm import Session
 
-from app.db import conflict_insert
+from app.database.engine import conflict_insert
 from app.models.gift_card import GiftCard, GiftCardLookupMisses
 from app.services.cards import identifiers
 from app.services.errors import NotFound, RateLimited

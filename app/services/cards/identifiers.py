@@ -59,10 +59,6 @@ def normalise_gift_code(text: str) -> str | None:
     return code
 
 
-def mask_gift_code(code: str) -> str:
-    return "*" * (GIFT_CODE_LENGTH - GIFT_CODE_VISIBLE) + code[-GIFT_CODE_VISIBLE:]
-
-
 def barcode_svg(card_number: str, *, scale: int = 4) -> str:
     """The card number as a QR code, an ``<svg>`` element to embed in a page."""
     # make_qr: segno would otherwise pick a Micro QR for a short number, which

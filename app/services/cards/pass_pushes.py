@@ -11,7 +11,7 @@ from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from app.models import OutboxEvent, Program, RewardAccount, SweepMark, WalletRegistration
-from app.db import insert_of
+from app.database.engine import insert_of
 from app.services.cards.passkit import PASS_CHANGED_AT
 
 # Events whose change shows on a pass; each names its customer in data.customerId.

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import case, delete, select
 from sqlalchemy.orm import Session
 
-from app.db import insert_of
+from app.database.engine import insert_of
 from app.models import Program, RewardAccount, WalletPass, WalletRegistration
 from app.services.errors import DomainError, NotFound
 from app.services.tenancy.keys import key_digest

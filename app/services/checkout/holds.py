@@ -18,7 +18,7 @@ from app.services.checkout.statements import (END_HOLD, EXPIRE_HOLD, HOLDS, SESS
                                               lock_once_moved, session_key, state_move)
 from app.services.errors import Conflict, InvalidField
 from app.services.rewards import ledger
-from app.services.rewards.account import Account
+from app.services.rewards.locked_account import Account
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 

@@ -13,7 +13,7 @@ from sqlalchemy import and_, bindparam, case, exists, func, insert, select, upda
 from app.models import (Cashier, CatalogItem, CheckoutSession, Customer, Hold, Program, Quote,
                         RewardAccount, Sale, SaleLine, Store, Subscription, Terminal)
 from app.models.checkout import ACTIVE, CAPTURED, COMMITTED, EXPIRED, OPEN, RELEASED
-from app.services.rewards.account import LOCKED_COLUMNS
+from app.services.rewards.locked_account import LOCKED_COLUMNS
 
 
 SESSIONS, QUOTES, HOLDS = CheckoutSession.__table__, Quote.__table__, Hold.__table__

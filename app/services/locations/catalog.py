@@ -17,7 +17,7 @@ from sqlalchemy import (BigInteger, Boolean, Column, Index, MetaData, String, Ta
 from sqlalchemy.orm import Session
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 
-from app.db import UtcDateTime
+from app.database.engine import UtcDateTime
 from app.models import CatalogItem, CatalogSync, Store
 from app.services.errors import InvalidField, NotFound
 from app.services.webhooks.outbox import record_event

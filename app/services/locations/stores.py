@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, literal, select
 from sqlalchemy.orm import Session
 
-from app.db import insert_of
+from app.database.engine import insert_of
 from app.models import Cashier, Store, Terminal
 from app.models.base import new_id
 from app.services.audit import events as audit

@@ -2,7 +2,7 @@
 deliveries, expired idempotency records, and the dead letters an operator gives up on.
 
 Each function deletes at most `limit` rows' worth by primary key and returns how many went;
-the caller commits after each call (app.upkeep.in_batches), so no transaction holds many
+the caller commits after each call (app.operations.upkeep.in_batches), so no transaction holds many
 rows' locks for long. Every delete repeats its condition: a row that changed between the
 choice and the delete (a replayed delivery, a key taken over by a new request) stays.
 """

@@ -12,7 +12,7 @@ from app.models import LedgerEntry, Program, RewardAccount, RewardLot
 from app.services.audit import events as audit
 from app.services.errors import InvalidField, NotFound
 from app.services.rewards import bounds, expiry, ledger, lots, spend, tiers
-from app.services.rewards.account import Account
+from app.services.rewards.locked_account import Account
 from app.services.rewards.lots import FIRST_OPEN_LOTS, LOT_PAGE, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event

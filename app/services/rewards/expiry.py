@@ -7,7 +7,7 @@ from datetime import datetime
 
 from app.models.base import new_id
 from app.services.rewards import lots
-from app.services.rewards.account import Account
+from app.services.rewards.locked_account import Account
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 from app.services.wire import Balance, format_amount, format_timestamp

@@ -15,7 +15,7 @@ lots whose time has come expire on the same first touch and by the periodic job
 (app/services/rewards/lots.py, docs/api.md#expiry):
     Σ lots' remaining = max(0, available + reserved)
 
-An account is changed as an `Account` (app/services/rewards/account.py) held by the
+An account is changed as an `Account` (app/services/rewards/locked_account.py) held by the
 transaction's unit of work, which writes it out; reading one without changing it may use
 the ORM's RewardAccount.
 """
@@ -30,7 +30,7 @@ from app.models import LedgerEntry, Program, RewardAccount
 from app.models.base import new_id
 from app.services.errors import Conflict, NotFound
 from app.services.rewards import bonuses, bounds, expiry, lots
-from app.services.rewards.account import LOCK, OPEN, PROGRAM_SETTINGS, Account
+from app.services.rewards.locked_account import LOCK, OPEN, PROGRAM_SETTINGS, Account
 from app.services.rewards.lots import FIRST_OPEN_LOTS, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event

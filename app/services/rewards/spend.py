@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from app.models import Program, RewardAccount, Sale
 from app.services.rewards import bounds
 from app.services.rewards import tiers as tier_rules
-from app.services.rewards.account import Account
+from app.services.rewards.locked_account import Account
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
 

@@ -28,9 +28,9 @@ from sqlalchemy import bindparam, delete, func, literal_column, or_, select, tex
 from sqlalchemy.orm import Session
 
 from app.models import LedgerEntry, OutboxEvent
-from app.services.rewards import account as accounts
+from app.services.rewards import locked_account
 from app.services.rewards import expiry, ledger
-from app.services.rewards.account import ACCOUNTS, LOCKED_COLUMNS, Account
+from app.services.rewards.locked_account import ACCOUNTS, LOCKED_COLUMNS, Account
 from app.services.rewards.lots import LOTS, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import RecordedEvent
@@ -85,9 +85,9 @@ def _from_arrays(table: str, keys: dict[str, str], values: dict[str, str]):
 
 _MONEY, _MOMENT = "bigint", "timestamptz"
 _BULK_UPDATES = {
-    accounts.SAVE_LOT: _from_arrays("reward_lots", {"company_id": "varchar", "id": "varchar"},
+    locked_account.SAVE_LOT: _from_arrays("reward_lots", {"company_id": "varchar", "id": "varchar"},
                                     {"remaining": _MONEY, "remind_at": _MOMENT}),
-    accounts.SAVE: _from_arrays(
+    locked_account.SAVE: _from_arrays(
         "reward_accounts", {"company_id": "varchar", "customer_id": "varchar"},
         {"available": _MONEY, "pending": _MONEY, "reserved": _MONEY, "next_maturity_at": _MOMENT,
          "updated_at": _MOMENT, "spend": _MONEY, "spend_oldest_at": _MOMENT,

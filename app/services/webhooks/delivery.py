@@ -26,7 +26,7 @@ from app.services.webhooks.transport import DeliveryOutcome, next_delay
 PENDING, RETRYING, DELIVERED, DEAD = "PENDING", "RETRYING", "DELIVERED", "DEAD"
 STATES = (PENDING, RETRYING, DELIVERED, DEAD)
 DELIVERY_TIMEOUT = 15.0
-# Longer than an attempt can take (its job is stopped at app.delivery_queue.DELIVER_JOB_TIMEOUT),
+# Longer than an attempt can take (its job is stopped at app.operations.delivery_queue.DELIVER_JOB_TIMEOUT),
 # so a lease runs out only when its worker is gone.
 ATTEMPT_LEASE = timedelta(seconds=60)
 # A retry the scheduler hands over a little early (clocks of two machines) still counts as due.

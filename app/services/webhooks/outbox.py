@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from app.db import utcnow
+from app.database.engine import utcnow
 from app.models import OutboxEvent
 from app.models.base import new_id
 from app.services.unit_of_work import UnitOfWork

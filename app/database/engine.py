@@ -7,7 +7,6 @@ response is ready.
 from __future__ import annotations
 
 import select
-from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from flask import current_app, g
@@ -17,8 +16,7 @@ from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.types import TypeDecorator
 
 from app.config import normalise_database_url
-from app.delivery_queue import hand_over_events
-from app.timestamptz import read_timestamps_as_utc
+from app.database.timestamptz import read_timestamps_as_utc
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -107,7 +105,7 @@ def make_engine(url: str) -> Engine:
         return engine
     # No startup options and no session settings: PgBouncer in transaction pooling refuses
     # the one and would leak the other. The session's time zone is the database's own, so
-    # the driver is given a reader of timestamptz that answers in UTC (app/timestamptz.py).
+    # the driver is given a reader of timestamptz that answers in UTC (app/database/timestamptz.py).
     engine = create_engine(normalise_database_url(url), pool_size=5, max_overflow=10,
                            pool_recycle=1800, hide_parameters=True)
     event.listen(engine, "connect", read_timestamps_as_utc)
@@ -131,29 +129,13 @@ def _discard_if_closed_by_server(dbapi_connection, _record, _proxy) -> None:
 def request_session() -> Session:
     """The session of the current request or job context, opened on first use: a
     RequestSession, which makes the ORM's own only if something uses it
-    (app/services/sessions.py)."""
+    (app/services/transactions.py)."""
     state = g._get_current_object()  # one proxy lookup, not two (app/web/requests.py)
     session = state.get("db_session")
     if session is None:
         app = current_app._get_current_object()
         session = state.db_session = app.extensions["request_session"]()
     return session
-
-
-@contextmanager
-def transaction(app):
-    """One unit of work outside a request (an operator command, a job): all of it or
-    nothing; the events it recorded go to delivery once committed, as a request's do."""
-    session = app.extensions["session_factory"]()
-    try:
-        yield session
-        session.commit()
-    except Exception:
-        session.rollback()
-        raise
-    finally:
-        session.close()
-    hand_over_events(app, session.take_committed_events())
 
 
 # SQLSTATEs that mean the server is gone or going, not that the statement was wrong:

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from app.db import database_unavailable
+from app.database.engine import database_unavailable
 
 
 def first_line(error: BaseException) -> str:

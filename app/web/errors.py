@@ -8,10 +8,10 @@ from flask import Flask, jsonify, request
 from sqlalchemy.exc import DBAPIError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from app.db import database_unavailable
+from app.database.engine import database_unavailable
 from app.services.errors import DomainError, InvalidField, RateLimited, conflict_at_commit
 
-log = logging.getLogger("app.errors")
+log = logging.getLogger("app.web.errors")
 
 HTTP_CODES = {
     400: "bad_request", 401: "invalid_api_key", 403: "forbidden", 404: "not_found",

@@ -29,7 +29,7 @@ DELIVER_JOB_OPTIONS = {"timeout": DELIVER_JOB_TIMEOUT, "result_ttl": 0, "failure
 # their events for the sweep, and the web worker does not pay a failed connect per request.
 REDIS_AWAY_SECONDS = 5.0
 
-log = logging.getLogger("app.delivery_queue")
+log = logging.getLogger("app.operations.delivery_queue")
 
 
 @lru_cache(maxsize=4)

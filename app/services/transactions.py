@@ -14,7 +14,7 @@ class WorkSession(Session):
     """The session of a request or a job, and of its unit of work. `flush` and `commit` send
     the unit of work's writes (accounts written out first) before the ORM's own; a commit
     keeps the events recorded in `committed_events` for the after-commit hand-over
-    (app.delivery_queue.hand_over_events); a rollback or close forgets the unit of work.
+    (app.operations.delivery_queue.hand_over_events); a rollback or close forgets the unit of work.
     ORM reads see the unit of work's writes once they are sent: at its next statement, a
     flush or the commit."""
 

@@ -1,6 +1,7 @@
+"""An operator command's transaction, and the check that the company it names exists."""
 from flask import current_app
 
-from app.db import transaction
+from app.operations.work import transaction
 
 
 def operator_session():
