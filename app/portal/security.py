@@ -15,8 +15,8 @@ from flask_login import LoginManager
 from flask_wtf.csrf import CSRFProtect
 
 from app.config import Settings
+from app.web.portal_paths import PREFIX, in_portal
 
-PREFIX = "/portal"
 COOKIE = "loyalty_portal"
 # Scripts, styles, fonts and images from the service alone; no inline script, no framing.
 CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; "
@@ -33,10 +33,6 @@ HEADERS = {
 
 csrf = CSRFProtect()
 login_manager = LoginManager()
-
-
-def in_portal(path: str) -> bool:
-    return path == PREFIX or path.startswith(PREFIX + "/")
 
 
 class PortalSessions(SessionInterface):

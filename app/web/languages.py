@@ -10,6 +10,8 @@ from babel.numbers import format_decimal
 from flask import Flask, request, session
 from flask_babel import Babel, format_date, format_datetime, get_locale
 
+from app.web.portal_paths import in_portal
+
 LANGUAGES = ("ru", "en")
 DEFAULT = "ru"
 CARD_COOKIE = "loyalty_lang"
@@ -18,8 +20,6 @@ TRANSLATIONS = Path(__file__).resolve().parent.parent / "translations"
 
 
 def chosen_language() -> str:
-    from app.portal.security import in_portal
-
     if request.path.startswith(CARD_PATH):
         choice = request.args.get("lang") or request.cookies.get(CARD_COOKIE)
         if choice in LANGUAGES:
