@@ -12,6 +12,10 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
+# gunicorn's threads a web process: app/serving.py serves with it, the reports' fair share
+# keeps one of them free (one default, read by both).
+DEFAULT_WEB_THREADS = 2
+
 INSTANCE_DIR = Path(__file__).resolve().parent.parent / "instance"
 DEFAULT_DATABASE_URL = f"sqlite:///{INSTANCE_DIR / 'loyalty.db'}"
 # Only for the embedded SQLite default: a pepper in the open is no secret.
@@ -155,7 +159,7 @@ class Settings:
     apns_retry_schedule: str = DEFAULT_APNS_RETRY_SCHEDULE
     reports_at_once: int = 4
     report_timeout_seconds: int = 120
-    web_threads: int = 1
+    web_threads: int = DEFAULT_WEB_THREADS
     support_adjustment_limit: int = DEFAULT_SUPPORT_ADJUSTMENT_LIMIT
 
     @property
@@ -211,7 +215,7 @@ class Settings:
             reports_at_once=_positive(env, "REPORTS_AT_ONCE", 4),
             report_timeout_seconds=_positive(env, "REPORT_TIMEOUT_SECONDS", 120),
             # gunicorn's threads a web process (app/serving.py reads the same variable).
-            web_threads=_positive(env, "WEB_THREADS", 1),
+            web_threads=_positive(env, "WEB_THREADS", DEFAULT_WEB_THREADS),
             support_adjustment_limit=_kopecks(env, "SUPPORT_ADJUSTMENT_LIMIT",
                                               DEFAULT_SUPPORT_ADJUSTMENT_LIMIT),
         )

@@ -7,6 +7,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from app.config import DEFAULT_WEB_THREADS
+
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # The platform's convention: WEB_CONCURRENCY sizes the web process (processes), WEB_THREADS
 # each process's threads. gunicorn's threaded worker (gthread), as it ships. For a host of two
@@ -19,7 +21,7 @@ bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # 25 ms; three of two served 11-23 % more checkouts than our former worker of one thread, in the
 # same turns on a loaded machine (docs/performance.md).
 workers = int(os.environ.get("WEB_CONCURRENCY") or 3)
-threads = int(os.environ.get("WEB_THREADS") or 2)
+threads = int(os.environ.get("WEB_THREADS") or DEFAULT_WEB_THREADS)
 worker_class = "gthread"
 # A client's connection is kept for its next request (a register's next step, nginx's next
 # request to this instance): no connect and close a request. nginx closes an idle connection to

@@ -57,8 +57,7 @@ def test_retention_and_metrics_settings():
 
 def test_the_reports_share_settings():
     defaults = Settings.from_env({})
-    assert (defaults.reports_at_once, defaults.report_timeout_seconds, defaults.web_threads) == (
-        4, 120, 1)
+    assert (defaults.reports_at_once, defaults.report_timeout_seconds) == (4, 120)
     given = Settings.from_env({"REPORTS_AT_ONCE": "2", "REPORT_TIMEOUT_SECONDS": "30",
                                "WEB_THREADS": "8"})
     assert (given.reports_at_once, given.report_timeout_seconds, given.web_threads) == (2, 30, 8)
@@ -92,3 +91,17 @@ def test_the_settings_import_nothing_of_the_http_edge():
     from tests.unit.test_import_graph import import_graph
 
     assert not {m for m in import_graph()["app.config"] if m.startswith("app.web")}
+
+
+def test_the_reports_count_the_threads_gunicorn_serves_with(monkeypatch, tmp_path):
+    """Without WEB_THREADS the reports' share keeps one of the threads gunicorn really runs free
+    (app/serving.py): the two read one default."""
+    import importlib
+
+    import app.serving
+
+    monkeypatch.delenv("WEB_THREADS", raising=False)
+    # Given, so that reading the settings again makes no directory of its own.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    serving = importlib.reload(app.serving)
+    assert Settings.from_env({}).web_threads == serving.threads > 1
