@@ -48,7 +48,7 @@ from functools import partial
 
 import psycopg2
 # harness also puts the repository on sys.path
-from harness import PEPPER, bench_database, gunicorn, gunicorn_process
+from harness import PEPPER, bench_database, granian, gunicorn, gunicorn_process
 from sqlalchemy import select, text
 
 import floor  # noqa: E402  (bench/floor.py)
@@ -525,7 +525,7 @@ def _arguments() -> argparse.Namespace:
                              "that builds on app/serving.py, as bench/worker_sampler.py does), "
                              "in the same turns: two separate runs differ by more than a change "
                              "to serving moves the ratio (docs/performance.md's git history, round "
-                             "twelve)")
+                             "twelve); `granian`: the app served by granian (bench/harness.py)")
     parser.add_argument("--rate-limit", default="off",
                         help="the server's API_RATE_LIMIT and API_KEY_RATE_LIMIT (all registers "
                              "share one key, so a limit meant to cost, not to refuse, is far "
@@ -581,6 +581,14 @@ def _campaign_runs(report: dict, url: str, shop: Shop, registers, args) -> None:
     app.extensions["engine"].dispose()
 
 
+def _against_server(url: str, args, skip: set, server_env: dict):
+    if "against" in skip:
+        return nullcontext()
+    if args.against == "granian":
+        return granian(url, workers=args.workers, **server_env)
+    return gunicorn(url, workers=args.workers, config=args.against, **server_env)
+
+
 def main() -> None:
     args = _arguments()
     counts = [int(n) for n in args.registers.split(",")]
@@ -608,8 +616,7 @@ def main() -> None:
               else nullcontext()) as port, \
              (ceiling_server(url, shop, args.workers, args.ceiling) if "ceiling" not in skip
               else nullcontext((None, None))) as (ceiling_port, _), \
-             (gunicorn(url, workers=args.workers, config=args.against, **server_env)
-              if "against" not in skip else nullcontext()) as against_port:
+             _against_server(url, args, skip, server_env) as against_port:
             # Each kind makes a register of a floor.Register and its customers.
             http = partial(HttpRegister, port, shop.key)
             kinds = [(kind, make) for kind, make in (

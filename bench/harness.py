@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -123,6 +124,28 @@ def gunicorn_process(database_url: str, workers: int | None = None, *, tree: Pat
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60 if wrapper else 30)
+
+
+@contextmanager
+def granian(database_url: str, workers: int | None = None, threads: int = 2, **env):
+    """The app served by granian (its WSGI interface, HTTP parsed outside Python) instead of
+    the Procfile's gunicorn: `workers` processes (None: 3, as app/serving.py) of `threads`
+    blocking threads, so the two servers are compared at the same concurrency."""
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="bench-granian-metrics-") as metrics:
+        command = [sys.executable, "-m", "granian", "--interface", "wsgi", "--no-ws",
+                   "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers or 3),
+                   "--blocking-threads", str(threads), "--log-level", "warning", "wsgi:app"]
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL,
+                                   env=environment(database_url, PROMETHEUS_MULTIPROC_DIR=metrics,
+                                                   **env))
+        try:
+            wait_until_serving(port)
+            yield port
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
 
 
 @dataclass

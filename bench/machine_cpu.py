@@ -73,7 +73,9 @@ def is_postgresql(command: bytes) -> bool:
 
 
 def is_gunicorn(command: bytes) -> bool:
-    return b"gunicorn" in command  # the workers are forks of the master: the same command line
+    """The web server's processes: gunicorn's, or granian's when a bench serves the app with it
+    (`checkout.py --against granian`); each server's workers carry its master's command line."""
+    return b"gunicorn" in command or b"granian" in command
 
 
 def _children_seconds() -> float:
