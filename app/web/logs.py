@@ -43,13 +43,17 @@ def mask_secrets(text: str) -> str:
 
 
 class SecretsMasked(logging.Filter):
-    """Masks card tokens, gift-card codes, push tokens, API keys and pass tokens in a record
-    before any handler writes it: the message (Flask's `Exception on /cards/<token> [GET]`,
-    httpx's `POST …/3/device/<push token>`) and its traceback. The `fields` of our request
-    lines are left: they hold the route's template and ids, never the path. The record itself
-    is changed, so every handler after this one sees it masked too."""
+    """What a client sent never reaches a log line whole: card tokens, gift-card codes, push
+    tokens, API keys and pass tokens are masked in a record before any handler writes it — the
+    message (Flask's `Exception on /cards/<token> [GET]`, httpx's `POST …/3/device/<push
+    token>`) and its traceback — and gunicorn's own lines about a request lose what they quote
+    of it. The `fields` of our request lines are left: they hold the route's template and ids,
+    never the path. The record itself is changed, so every handler after this one sees it
+    masked too. On every JSON handler (configure_logging) and on gunicorn's error logger
+    (app/serving.py), where a request gunicorn could not parse is told of."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        _without_request_text(record)
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - the handler reports it; never with the raw text
@@ -64,6 +68,25 @@ class SecretsMasked(logging.Filter):
         if record.stack_info:
             record.stack_info = mask_secrets(record.stack_info)
         return True
+
+
+def _without_request_text(record: logging.LogRecord) -> None:
+    """gunicorn tells of a request it cannot parse by quoting the line or header it could not
+    read ("Invalid request from ip=…: Invalid HTTP request line: 'GET /cards/<token>…'"), and of
+    one whose handling failed by its path ("Error handling request GET /v1/gift-cards/<code>"):
+    the first keeps the error's kind (its text up to the first quote or colon), the second the
+    method alone, as no pattern can know every secret a malformed line may carry."""
+    if not isinstance(record.msg, str):
+        return
+    if record.msg.startswith("Invalid request from ") and not record.msg.endswith(_NOT_SHOWN):
+        source, _, error = record.getMessage().partition(": ")
+        kind = re.split(r"['\":]", error, maxsplit=1)[0].strip()
+        record.msg, record.args = f"{source}: {kind} {_NOT_SHOWN}", ()
+    elif record.msg.startswith("Error handling request") and record.args:
+        # (method, path) or (path,): the path goes, a method stays if it looks like one.
+        method = record.args[0] if len(record.args) == 2 else ""
+        shown = method if isinstance(method, str) and _METHOD.fullmatch(method) else "?"
+        record.msg, record.args = "Error handling request %s (path not shown)", (shown,)
 
 
 class JsonFormatter(logging.Formatter):
@@ -89,31 +112,9 @@ class JsonFormatter(logging.Formatter):
 QUIETER_LIBRARIES = ("httpx", "httpcore", "hpack", "h2", "alembic")
 
 
-class ServerLineFilter(logging.Filter):
-    """gunicorn's own lines about a request, without what the client sent (app/serving.py's
-    logging settings put it on gunicorn's error logger). gunicorn tells of a request it cannot
-    parse by quoting the line or header it could not read ("Invalid request from ip=…: Invalid
-    HTTP request line: 'GET /cards/<token>…'"), and of one whose handling failed by its path
-    ("Error handling request GET /v1/gift-cards/<code>"): a card token, a gift-card code or an
-    API key travel there. The first keeps the error's kind (its text up to the first quote or
-    colon), the second the method alone."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not isinstance(record.msg, str):
-            return True
-        if record.msg.startswith("Invalid request from "):
-            source, _, error = record.getMessage().partition(": ")
-            kind = re.split(r"['\":]", error, maxsplit=1)[0].strip()
-            record.msg, record.args = f"{source}: {kind} (what was sent is not shown)", ()
-        elif record.msg.startswith("Error handling request") and record.args:
-            # (method, path) or (path,): the path goes, a method stays if it looks like one.
-            method = record.args[0] if len(record.args) == 2 else ""
-            shown = method if isinstance(method, str) and _METHOD.fullmatch(method) else "?"
-            record.msg, record.args = "Error handling request %s (path not shown)", (shown,)
-        return True
-
-
 _METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
+# A record passes the filter twice in gunicorn's worker (its logger's, then the JSON handler's).
+_NOT_SHOWN = "(what was sent is not shown)"
 
 
 def configure_logging(level: str) -> None:

@@ -1,5 +1,5 @@
 """The web's serving settings (app/serving.py): gunicorn's own lines about a request leave out
-what the client sent (app.web.logs.ServerLineFilter), and nginx drops an idle connection to an
+what the client sent (app.web.logs.SecretsMasked), and nginx drops an idle connection to an
 instance before the instance would close it."""
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import logging
 import re
 from pathlib import Path
 
-from app.web.logs import ServerLineFilter
+from app.web.logs import SecretsMasked
 
 TOKEN = "c_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 
 
 def _filtered(message: str, *args) -> str:
     record = logging.LogRecord("gunicorn.error", logging.WARNING, __file__, 1, message, args, None)
-    assert ServerLineFilter().filter(record)
+    assert SecretsMasked().filter(record)
     return record.getMessage()
 
 
