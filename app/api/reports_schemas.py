@@ -23,6 +23,9 @@ class PeriodArgs(Schema):
     """`from` and `to`, Moscow days, both included, at most 366 days."""
 
     class Meta:
+        # The API refuses a parameter it does not know before this loads (refuse_unknown_query,
+        # app/api/base.py); the back office loads its page's whole query, `lang` and the
+        # form's other fields included, with this same schema (app/portal/report_runs.py).
         unknown = ma.EXCLUDE
 
     from_ = CalendarDate(data_key="from", required=True, validate=_DAY_RANGE, metadata=_DATE)
