@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.services.wire import (Balance, format_amount, format_percent, format_quantity,
+from app.wire import (Balance, format_amount, format_percent, format_quantity,
                                format_timestamp)
 
 
