@@ -14,8 +14,8 @@ from sqlalchemy import select
 from app import create_app
 from app.config import ConfigError, Settings
 from app.models import ApiCredential
+from testbed.ports import free_port
 from tests.api.locations_helpers import create_store, create_terminal
-from tests.ports import free_port
 
 LIMIT = "3/minute"
 CEILING = '"key-ceiling";q=36000;w=60'

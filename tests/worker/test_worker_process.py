@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from testbed.ports import free_port
 from tests.conftest import TEST_PEPPER
-from tests.ports import free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,8 +19,8 @@ import redis
 from rq import Queue, SimpleWorker, Worker
 
 from app import create_app
+from testbed.ports import free_port
 from tests.conftest import TEST_PEPPER
-from tests.ports import free_port
 from tests.worker.test_worker_process import ThrowawayRedis, _wait_for
 from worker.__main__ import TAKE_UP_JOB, _stop_on_signals, serve, worker_redis
 from worker.periodic import TASKS, run_periodic_tasks
