@@ -10,18 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import PEPPER, bench_database  # repository on sys.path
 
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.operations.work import transaction  # noqa: E402
-from bench.harness import PEPPER, bench_database  # noqa: E402
 from testbed.cards import make_customer, make_pass_certificates  # noqa: E402
 from testbed.phone import Phone  # noqa: E402
 from testbed.push_service import PushService  # noqa: E402

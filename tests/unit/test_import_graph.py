@@ -91,8 +91,10 @@ def imported_packages(folder: Path) -> dict[str, set[str]]:
 
 
 def test_the_benchmarks_and_the_testbed_import_nothing_of_the_suite():
-    """bench/ stands on testbed/ and the app; testbed/ on the app alone."""
-    borrowed = {path: sorted(names & {"tests"}) for path, names in
+    """bench/ stands on testbed/ and the app; testbed/ on the app alone. A bench script runs
+    from bench/, which it imports by module name (`harness`): as `bench.harness` it would load
+    a second copy of the same module."""
+    borrowed = {path: sorted(names & {"tests", "bench"}) for path, names in
                 imported_packages(APP.parent / "bench").items()}
     borrowed.update({path: sorted(names & {"tests", "bench"}) for path, names in
                      imported_packages(APP.parent / "testbed").items()})
