@@ -17,9 +17,9 @@ from redis import Redis
 from rq import Queue, Worker
 
 from testbed.backing_services import ThrowawayPostgres, ThrowawayRedis
-from testbed.procfile import (ProcfileProcess, holding_connections, process_environment,
-                                     procfile_lines, run_line)
 from testbed.ports import free_port
+from testbed.procfile import (ProcfileProcess, holding_connections, process_environment,
+                              procfile_lines, run_line)
 from testbed.receiver import WebhookReceiver
 from testbed.registers import Api, open_shop
 

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from app import create_app
 from app.models import Store
 from testbed.cards import (PASS_TYPE_ID, TEAM_ID, make_customer, make_pass_certificates,
-                                    make_store, wallet_app)
+                           make_store, wallet_app)
 
 OPENSSL = shutil.which("openssl")
 PKPASS = "application/vnd.apple.pkpass"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.wire import (Balance, format_amount, format_percent, format_quantity,
-                               format_timestamp)
+                      format_timestamp)
 
 
 @dataclass(frozen=True)
