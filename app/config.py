@@ -12,6 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from app.wire import parse_amount
+
 # gunicorn's threads a web process: app/serving.py serves with it, the reports' fair share
 # keeps one of them free (one default, read by both).
 DEFAULT_WEB_THREADS = 2
@@ -115,7 +117,6 @@ def _kopecks(env: dict, name: str, default: int) -> int:
     raw = env.get(name)
     if raw in (None, ""):
         return default
-    from app.services.wire import parse_amount
     try:
         value = parse_amount(raw.strip())
     except ValueError as exc:

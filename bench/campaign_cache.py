@@ -39,7 +39,7 @@ from app.services.rewards import ledger  # noqa: E402
 from app.services.tenancy import companies, credentials  # noqa: E402
 from app.services.tenancy.scopes import ALL_SCOPES  # noqa: E402
 from app.services.unit_of_work import UnitOfWork  # noqa: E402
-from tests.deployed.procfile import children, rss_kib  # noqa: E402
+from testbed.procfile import children, rss_kib  # noqa: E402
 
 CAMPAIGNS, SKUS, CATEGORIES = 100, 1000, 100
 LINES = [  # one line by a campaign's sku, one by a campaign's category, two by neither

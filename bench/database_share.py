@@ -2,7 +2,7 @@
 statement, at 16 registers (docs/performance.md, "The database's share of a checkout").
 
 Starts a PostgreSQL of its own (the machine's, in a temporary directory, as
-tests/deployed/backing_services.py does) with `pg_stat_statements` preloaded, so every WAL byte
+testbed/backing_services.py does) with `pg_stat_statements` preloaded, so every WAL byte
 in a window is the checkouts' own. One gunicorn (the Procfile's `web` line) serves 16 registers
 (bench/checkout.py's open, quote, hold, commit and a return every tenth), `--checkouts` each;
 each window starts at a CHECKPOINT, so the full-page images a checkout pays after every
@@ -42,7 +42,7 @@ from machine_cpu import CpuMeter
 
 from app.config import normalise_database_url
 from app.database.migrate import upgrade
-from tests.deployed.backing_services import ThrowawayPostgres
+from testbed.backing_services import ThrowawayPostgres
 
 SERVER_SETTINGS = {
     "shared_preload_libraries": "pg_stat_statements",

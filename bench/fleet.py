@@ -35,9 +35,9 @@ from sqlalchemy.engine import make_url
 
 from checkout import HttpRegister, play, seed, summary  # noqa: E402  (bench/checkout.py)
 from machine_cpu import CpuMeter  # noqa: E402  (bench/machine_cpu.py)
-from tests.deployed.fleet import ThrowawayNginx, ThrowawayPgBouncer  # noqa: E402
-from tests.deployed.procfile import VENV_BIN, ProcfileProcess, children, procfile_lines  # noqa: E402
-from tests.ports import free_port  # noqa: E402
+from testbed.fleet import ThrowawayNginx, ThrowawayPgBouncer  # noqa: E402
+from testbed.ports import free_port  # noqa: E402
+from testbed.procfile import VENV_BIN, ProcfileProcess, children, procfile_lines  # noqa: E402
 
 def tree(pid: int) -> list[int]:
     found = [pid]

@@ -8,8 +8,8 @@ fresh ids, keys and receipt ids, the client's own customer and terminal, and tim
 to now, so each replay is a new checkout with the same database work. What the app costs
 beyond this floor is our Python.
 
-bench/checkout.py measures it in the same run as the app. Alone, `python bench/floor.py
-[bench/checkout.py's options]` seeds the same shop and measures only the floor.
+bench/checkout.py measures it in the same run as the app; `python bench/checkout.py --skip
+http,paused` seeds the same shop and measures only the floor.
 """
 from __future__ import annotations
 
@@ -223,11 +223,3 @@ def _flat(parameters):
         for item in parameters:
             yield from _flat(item) if isinstance(item, (dict, list, tuple)) else (item,)
 
-
-if __name__ == "__main__":
-    import sys
-
-    import checkout  # bench/checkout.py: the shop, the registers, the report
-
-    sys.argv += ["--skip", "http,paused"]
-    checkout.main()

@@ -49,7 +49,7 @@ def seed_customer(url: str, company_id: str) -> str:
     """One customer with a balance and twelve published stores; returns the card token."""
     from app import create_app
     from app.config import Settings
-    from tests.api.card_helpers import make_customer, make_store
+    from testbed.cards import make_customer, make_store
 
     app = create_app(Settings(database_url=url, api_key_pepper="bench-pepper",
                               log_level="WARNING", development=False))
@@ -88,7 +88,7 @@ def main() -> None:
         token = seed_customer(url, company_id)
         headers = [{"Authorization": f"Bearer {key}"}] * args.clients
         folder = Path(tempfile.mkdtemp())
-        from tests.api.card_helpers import PASS_TYPE_ID, TEAM_ID, make_pass_certificates
+        from testbed.cards import PASS_TYPE_ID, TEAM_ID, make_pass_certificates
         certificates = make_pass_certificates(folder)
         wallet_env = {"WALLET_CERT_FILE": str(certificates.cert_file),
                       "WALLET_KEY_FILE": str(certificates.key_file),

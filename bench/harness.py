@@ -11,7 +11,6 @@ import json
 import multiprocessing
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.config import normalise_database_url  # noqa: E402
+from testbed.ports import free_port  # noqa: E402
 
 SERVER_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 PEPPER = "bench-pepper"
@@ -71,12 +71,6 @@ def flask_command(database_url: str, *args: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def wait_until_serving(port: int, timeout: float = 30) -> None:
     """Returns once GET /health on the port answers 200."""
     deadline = time.monotonic() + timeout
@@ -111,7 +105,7 @@ def gunicorn_process(database_url: str, workers: int | None = None, *, tree: Pat
     source tree (an export of main) with this one's virtualenv; `wrapper` runs gunicorn under
     another program (callgrind: bench/register_cpu.py), given ten minutes to start; `serving`
     names another app for it to serve (bench/ceiling_app.py)."""
-    port = _free_port()
+    port = free_port()
     config = config or os.environ.get("BENCH_GUNICORN_CONFIG", "python:app.serving")
     command = [*wrapper, sys.executable, "-m", "gunicorn", "--config", config, *serving,
                "-b", f"127.0.0.1:{port}", *(("-w", str(workers)) if workers else ()),
@@ -131,7 +125,7 @@ def granian(database_url: str, workers: int | None = None, threads: int = 2, **e
     """The app served by granian (its WSGI interface, HTTP parsed outside Python) instead of
     the Procfile's gunicorn: `workers` processes (None: 3, as app/serving.py) of `threads`
     blocking threads, so the two servers are compared at the same concurrency."""
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="bench-granian-metrics-") as metrics:
         command = [sys.executable, "-m", "granian", "--interface", "wsgi", "--no-ws",
                    "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers or 3),

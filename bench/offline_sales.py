@@ -23,7 +23,7 @@ from sqlalchemy import event
 
 from checkout import LINES, _bench_app, seed  # noqa: E402  (bench/checkout.py)
 from app.database.engine import utcnow  # noqa: E402
-from app.services.wire import format_timestamp  # noqa: E402
+from app.wire import format_timestamp  # noqa: E402
 
 SAMPLES = 50  # requests of each kind counted in process
 

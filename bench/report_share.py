@@ -18,22 +18,18 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import sys
 import threading
 import time
 from collections import Counter
 from contextlib import nullcontext
 from datetime import timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checkout.py's own imports
+from harness import PEPPER, SERVER_URL, bench_database, gunicorn  # repository on sys.path
 
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.database.engine import utcnow  # noqa: E402
 from app.services.reports.periods import moscow_day  # noqa: E402
-from bench.harness import PEPPER, SERVER_URL, bench_database, gunicorn  # noqa: E402
 
 import checkout  # noqa: E402  (bench/checkout.py)
 import reports  # noqa: E402  (bench/reports.py)

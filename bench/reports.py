@@ -34,17 +34,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import threading
 import time
 import tracemalloc
 from contextlib import nullcontext
 from datetime import timedelta
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checkout.py's own imports
-
+from harness import PEPPER, SERVER_URL, bench_database, gunicorn  # repository on sys.path
 from sqlalchemy import text  # noqa: E402
 
 from app import create_app  # noqa: E402
@@ -54,7 +50,6 @@ from app.models import Cashier, Store, Terminal  # noqa: E402
 from app.services.reports.periods import moscow_day  # noqa: E402
 from app.services.tenancy import companies, credentials  # noqa: E402
 from app.services.tenancy.scopes import ALL_SCOPES  # noqa: E402
-from bench.harness import PEPPER, SERVER_URL, bench_database, gunicorn  # noqa: E402
 
 import checkout  # noqa: E402  (bench/checkout.py)
 

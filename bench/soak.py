@@ -1,7 +1,7 @@
 """A soak run: registers checking out at a steady rate for minutes against the Procfile's
 processes (web with WEB_CONCURRENCY=2, the worker), on their own throwaway PostgreSQL and
-Redis, with every event delivered to a local HTTPS receiver (the deployment harness of
-tests/deployed builds all of it).
+Redis, with every event delivered to a local HTTPS receiver (testbed/deployment.py,
+which the suite's tests/deployed uses too, builds all of it).
 
 Reports each process's memory (RSS) before the load, after its first minute and at the end;
 answers by status; request latency; and the delivery lag of the events (recorded in the
@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.deployed.deployment import Deployment  # noqa: E402
-from tests.deployed.procfile import children, rss_kib  # noqa: E402
-from tests.deployed.registers import Register, Tally  # noqa: E402
+from testbed.deployment import Deployment  # noqa: E402
+from testbed.procfile import children, rss_kib  # noqa: E402
+from testbed.registers import Register, Tally  # noqa: E402
 
 DRAIN_SECONDS = 120
 

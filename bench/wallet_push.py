@@ -1,7 +1,7 @@
 """Wallet pushes (docs/api.md#wallet): how many pushes one worker process makes per second against a
-local HTTP/2 push service (the test suite's stand-in for APNs), and what a commit costs in
-process CPU with and without devices registered for the customer's pass (the same within
-noise: the push is the worker's, after commit).
+local HTTP/2 push service (testbed/push_service.py, the stand-in for APNs), and what a commit
+costs in process CPU with and without devices registered for the customer's pass (the same
+within noise: the push is the worker's, after commit).
 
     .venv/bin/python bench/wallet_push.py --devices 500 --commits 300
 """
@@ -10,22 +10,20 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import PEPPER, bench_database  # repository on sys.path
 
-from bench.harness import bench_database  # noqa: E402
 from app import create_app  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.operations.work import transaction  # noqa: E402
-from tests.api.card_helpers import make_customer, make_pass_certificates  # noqa: E402
-from tests.api.wallet_helpers import Phone  # noqa: E402
-from tests.conftest import TEST_PEPPER, make_tenant  # noqa: E402
-from tests.push_service import PushService  # noqa: E402
+from testbed.cards import make_customer, make_pass_certificates  # noqa: E402
+from testbed.phone import Phone  # noqa: E402
+from testbed.push_service import PushService  # noqa: E402
+from testbed.tenants import make_tenant  # noqa: E402
 from worker import pushes  # noqa: E402
 
 
@@ -57,7 +55,7 @@ def main() -> None:
     try:
         with bench_database() as url:
             app = create_app(Settings(
-                database_url=url, api_key_pepper=TEST_PEPPER, log_level="WARNING", development=False,
+                database_url=url, api_key_pepper=PEPPER, log_level="WARNING", development=False,
                 api_rate_limit=None, wallet=certificates.wallet, apns_url=service.url,
                 apns_ca_bundle=str(service.ca_file)))
             tenant = make_tenant(app)

@@ -11,19 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from harness import bench_database  # repository on sys.path
 from sqlalchemy import create_engine, delete, text  # noqa: E402
 from sqlalchemy.orm import sessionmaker  # noqa: E402
 
 from app.database.engine import utcnow  # noqa: E402
 from app.models import SweepMark  # noqa: E402
 from app.services.cards import pass_pushes  # noqa: E402
-from bench.harness import bench_database  # noqa: E402
 from worker.pushes import SWEEP_BATCH  # noqa: E402
 
 COMPANY = "00000000-0000-0000-0000-0000000000c0"

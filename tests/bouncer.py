@@ -19,7 +19,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from tests.ports import free_port
+from testbed.ports import free_port
 
 PGBOUNCER = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer"
                                           if os.access("/usr/sbin/pgbouncer", os.X_OK) else None)

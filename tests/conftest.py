@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import pytest
 from sqlalchemy import create_engine, event, text
@@ -23,11 +22,10 @@ from sqlalchemy.orm import sessionmaker
 
 from app import create_app
 from app.config import Settings, normalise_database_url
-from app.database.engine import Base, add_unicode_lower, utcnow
+from app.database.engine import Base, add_unicode_lower
 from app.database.migrate import upgrade
-from app.services.tenancy import companies, credentials
-from app.services.tenancy.scopes import ALL_SCOPES
 from app.services.transactions import WorkSession
+from testbed.tenants import make_tenant
 from tests import bouncer
 from tests.customer_names import names_out_of_step
 from tests.documented_errors import record_error_answers, undocumented
@@ -189,45 +187,6 @@ def db(_checking_sessions):
     yield session
     session.rollback()
     session.close()
-
-
-@dataclass
-class Tenant:
-    """A company with a key holding every scope; `headers()` authenticates as it."""
-
-    app: object
-    company_id: str
-    key: str
-    extra_keys: dict = field(default_factory=dict)
-
-    def headers(self, key: str | None = None, **more) -> dict:
-        headers = {"Authorization": f"Bearer {key or self.key}"}
-        headers.update({k.replace("_", "-"): v for k, v in more.items()})
-        return headers
-
-    def key_with(self, *scopes: str) -> str:
-        with self.app.app_context():
-            session = self.app.extensions["session_factory"]()
-            _, key = credentials.issue_credential(session, self.company_id, "test key", list(scopes),
-                                                  pepper=TEST_PEPPER, now=utcnow())
-            session.commit()
-            session.close()
-        return key
-
-
-def make_tenant(app, name: str = "Test Shop", **subscription) -> Tenant:
-    """A company as `flask companies create` makes it, with an ACTIVE subscription and room
-    for registers unless told otherwise."""
-    session = app.extensions["session_factory"]()
-    now = utcnow()
-    company = companies.create_company(session, name, now=now, tariff="standard",
-                                       register_limit=subscription.pop("register_limit", 10),
-                                       status=subscription.pop("status", "ACTIVE"))
-    _, key = credentials.issue_credential(session, company.id, "all scopes", list(ALL_SCOPES),
-                                          pepper=TEST_PEPPER, now=now)
-    session.commit()
-    session.close()
-    return Tenant(app=app, company_id=company.id, key=key)
 
 
 @pytest.fixture

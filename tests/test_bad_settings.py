@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ports import free_port
+from testbed.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

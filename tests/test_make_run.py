@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.ports import free_port
 from tests.conftest import ON_POSTGRES
-from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = re.compile(r"^lk_live_[A-Za-z0-9_-]{49}$")

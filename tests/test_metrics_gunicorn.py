@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.mmap_dict import MmapedDict
 
+from testbed.ports import free_port
 from tests.api.test_metrics import TOKEN, requests_counted, samples
 from tests.conftest import REDIS_URL, TEST_PEPPER
-from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 WEB = next(line.split(":", 1)[1].strip() for line in (ROOT / "Procfile").read_text().splitlines()

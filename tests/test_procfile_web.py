@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.ports import free_port
 from tests.conftest import TEST_PEPPER
-from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 STARTUP_SECONDS = 60

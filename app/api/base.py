@@ -22,9 +22,9 @@ from webargs.core import missing
 from webargs.flaskparser import FlaskParser, is_json_request
 
 from app.services.errors import InvalidField
-from app.services.wire import compact_json
-from app.web.views import declared_operation
 from app.web.bodies import json_body, raw_body
+from app.web.views import declared_operation
+from app.wire import compact_json
 
 
 class Schema(ma.Schema):

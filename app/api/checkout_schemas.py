@@ -10,7 +10,7 @@ from app.api.enums import Choice
 from app.api.fields import MAX_AMOUNT, Amount, Percent, Quantity, Timestamp, no_nul
 from app.models.checkout import HOLD_STATES, SALE_STATES, SESSION_STATES
 from app.services.rewards.bounds import BALANCE_BOUND
-from app.services.wire import format_amount
+from app.wire import format_amount
 
 MAX_LINES = 1000
 RESTRICTION_REASONS = ("SUBSCRIPTION_INACTIVE", "NO_BALANCE", "NO_REDEEMABLE_LINES",

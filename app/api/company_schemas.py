@@ -8,7 +8,7 @@ from app.services.rewards import tiers
 from app.services.rewards.tiers import Tier
 from app.services.tenancy import companies
 from app.services.tenancy.companies import CLAWBACK_POLICIES, SUBSCRIPTION_STATUSES
-from app.services.wire import CURRENCIES
+from app.wire import CURRENCIES
 
 
 class CompanyResponse(ResponseSchema):

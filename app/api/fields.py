@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import marshmallow as ma
 
-from app.services import wire
+from app import wire
 
 
 # Prices and receipt amounts: 100 billion roubles keeps every sum of a receipt, and every

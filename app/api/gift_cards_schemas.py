@@ -4,7 +4,7 @@ from app.api.base import ResponseSchema
 from app.api.enums import Choice
 from app.api.fields import Amount, Timestamp
 from app.services.cards.gift_cards import STATES
-from app.services.wire import CURRENCIES
+from app.wire import CURRENCIES
 
 
 class GiftCardResponse(ResponseSchema):

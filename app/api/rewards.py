@@ -10,8 +10,8 @@ from app.api.rewards_schemas import (RewardAccountResponse, RewardActivityPageRe
                                      RewardAdjustmentRequest, RewardAdjustmentResponse)
 from app.database.engine import request_session, utcnow
 from app.services.rewards import accounts
-from app.services.wire import Balance
 from app.web.actors import key_actor
+from app.wire import Balance
 
 blp = Blueprint("rewards", __name__, url_prefix="/v1", description="Reward accounts")
 

@@ -5,11 +5,11 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from app import wire
 from app.cli.errors import refuse
 from app.cli.operator import existing_company, operator_session
 from app.cli.tenants import _instant
 from app.database.engine import utcnow
-from app.services import wire
 from app.services.cards import gift_cards
 from app.services.rewards.bounds import BALANCE_BOUND
 

@@ -8,13 +8,13 @@ import click
 from flask import current_app
 from flask.cli import AppGroup, with_appcontext
 
+from app import wire
 from app.api.fields import MAX_AMOUNT
 from app.cli.errors import refuse
 from app.cli.operator import existing_company, operator_session
 from app.database.engine import utcnow
-from app.services import wire
-from app.services.checkout.offline import LONGEST_WINDOW_DAYS as LONGEST_OFFLINE_WINDOW_DAYS
 from app.services.audit import events as audit
+from app.services.checkout.offline import LONGEST_WINDOW_DAYS as LONGEST_OFFLINE_WINDOW_DAYS
 from app.services.program import settings
 from app.services.tenancy import companies, credentials
 from app.services.tenancy.scopes import ALL_SCOPES

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
-from tests.api.card_helpers import make_customer
+from testbed.cards import make_customer
 from tests.api.test_gift_cards import issue
 from tests.log_lines import lines_of, written_log
 

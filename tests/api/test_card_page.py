@@ -11,7 +11,7 @@ from app.database.engine import utcnow
 from app.models import Company, Customer, LedgerEntry, RewardAccount
 from app.services.cards.card_page import PAGE_STORE_LIMIT, display_amount
 from app.services.cards.identifiers import is_valid_ean13
-from tests.api.card_helpers import make_customer, make_pass_certificates, make_store, wallet_app
+from testbed.cards import make_customer, make_pass_certificates, make_store, wallet_app
 
 NBSP = "\u00a0"
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from tests.api.card_helpers import make_customer
+from testbed.cards import make_customer
 from tests.api.test_card_page import text_of
 
 NBSP = "\u00a0"

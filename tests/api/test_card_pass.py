@@ -17,8 +17,8 @@ from sqlalchemy import select
 
 from app import create_app
 from app.models import Store
-from tests.api.card_helpers import (PASS_TYPE_ID, TEAM_ID, make_customer, make_pass_certificates,
-                                    make_store, wallet_app)
+from testbed.cards import (PASS_TYPE_ID, TEAM_ID, make_customer, make_pass_certificates,
+                           make_store, wallet_app)
 
 OPENSSL = shutil.which("openssl")
 PKPASS = "application/vnd.apple.pkpass"

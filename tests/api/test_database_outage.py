@@ -10,8 +10,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 from app import create_app
+from testbed.ports import free_port
 from tests.conftest import ON_POSTGRES
-from tests.ports import free_port
 
 pytestmark = pytest.mark.postgres
 

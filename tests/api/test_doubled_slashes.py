@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.card_helpers import make_customer
+from testbed.cards import make_customer
 from tests.api.test_gift_cards import issue
 
 

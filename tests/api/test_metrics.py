@@ -14,8 +14,8 @@ from app.database.engine import utcnow
 from app.models import WebhookDelivery
 from app.services.webhooks import delivery, endpoints
 from app.services.webhooks.outbox import record_event
+from testbed.ports import free_port
 from tests.conftest import TEST_PEPPER
-from tests.ports import free_port
 
 TOKEN = "metrics-token-for-tests"
 

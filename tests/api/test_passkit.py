@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from app.models import WalletPass, WalletRegistration
-from tests.api.card_helpers import PASS_TYPE_ID, make_customer, make_pass_certificates, wallet_app
+from testbed.cards import PASS_TYPE_ID, make_customer, make_pass_certificates, wallet_app
+from testbed.phone import Phone, pass_json
 from tests.api.test_rewards import adjust
-from tests.api.wallet_helpers import Phone, checked, pass_json, settled
+from tests.api.wallet_helpers import checked, settled
 
 
 @pytest.fixture(scope="module")

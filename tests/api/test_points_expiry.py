@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from app.database.engine import utcnow
 from app.models import LedgerEntry, OutboxEvent, RewardAccount
 from app.services.tenancy import companies
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 from tests.api.test_customers import enrol
 from tests.api.test_rewards import account, activities
 from tests.lots import age_lots

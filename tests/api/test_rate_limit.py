@@ -14,8 +14,9 @@ from sqlalchemy import select
 from app import create_app
 from app.config import ConfigError, Settings
 from app.models import ApiCredential
+from testbed.backing_services import ThrowawayRedis
+from testbed.ports import free_port
 from tests.api.locations_helpers import create_store, create_terminal
-from tests.ports import free_port
 
 LIMIT = "3/minute"
 CEILING = '"key-ceiling";q=36000;w=60'
@@ -175,13 +176,10 @@ def test_processes_share_the_count_through_redis(settings, tenant):
 
 
 @pytest.mark.redis
-def test_a_redis_stopped_under_load_fails_no_request(settings, tenant, caplog):
-    from tests.worker.test_worker_process import ThrowawayRedis
-
-    server = ThrowawayRedis(free_port())
+def test_a_redis_stopped_under_load_fails_no_request(settings, tenant, caplog, tmp_path):
+    server = ThrowawayRedis(tmp_path)
     server.start()
-    app = create_app(replace(settings, api_rate_limit="100/minute",
-                             redis_url=f"redis://127.0.0.1:{server.port}/0"))
+    app = create_app(replace(settings, api_rate_limit="100/minute", redis_url=server.url))
     try:
         assert get_company(app, tenant).headers["RateLimit"].startswith('"per-key";r=99;')
     finally:

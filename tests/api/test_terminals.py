@@ -6,9 +6,9 @@ import pytest
 from sqlalchemy import event, func, select
 
 from app.models import Terminal
+from testbed.tenants import make_tenant
 from tests.api.locations_helpers import create_store, create_terminal, validation_locs
 from tests.concurrency import run_together
-from tests.conftest import make_tenant
 
 
 @pytest.fixture

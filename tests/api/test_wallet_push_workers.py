@@ -7,12 +7,12 @@ import pytest
 from rq.registry import ScheduledJobRegistry, StartedJobRegistry
 from sqlalchemy import select
 
-from app.operations.delivery_queue import enqueue_pushes
 from app.models import WalletRegistration
-from tests.api.card_helpers import PASS_TYPE_ID, make_customer
+from app.operations.delivery_queue import enqueue_pushes
+from testbed.cards import PASS_TYPE_ID, make_customer
+from testbed.phone import Phone
 from tests.api.test_rewards import adjust
 from tests.api.test_wallet_pushes import certificates, push_service, wallet_app  # noqa: F401
-from tests.api.wallet_helpers import Phone
 from tests.webhooks.test_delivery import Workers, eventually
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -11,11 +11,12 @@ import pytest
 
 from app import create_app
 from app.models import WalletRegistration
-from tests.api.card_helpers import PASS_TYPE_ID, make_customer, make_pass_certificates
+from testbed.cards import PASS_TYPE_ID, make_customer, make_pass_certificates
+from testbed.phone import Phone
+from testbed.push_service import PushService
 from tests.api.test_rewards import adjust
-from tests.api.wallet_helpers import Phone, checked
+from tests.api.wallet_helpers import checked
 from tests.log_lines import written_log
-from tests.push_service import PushService
 from worker import pushes
 
 

@@ -12,9 +12,10 @@ from sqlalchemy import update
 
 from app.database.engine import utcnow
 from app.models import RewardAccount, WalletRegistration
-from tests.api.card_helpers import PASS_TYPE_ID, make_customer
+from testbed.cards import PASS_TYPE_ID, make_customer
+from testbed.phone import Phone
 from tests.api.test_passkit import certificates, wallet_client  # noqa: F401 - fixtures
-from tests.api.wallet_helpers import Phone, settled
+from tests.api.wallet_helpers import settled
 from tests.log_lines import lines_of, written_log
 
 

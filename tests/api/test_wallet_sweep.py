@@ -12,9 +12,10 @@ from app.models import LedgerEntry, RewardAccount, WalletRegistration
 from app.services.cards.pass_pushes import SWEEP_MARGIN
 from app.services.rewards import ledger
 from app.services.unit_of_work import UnitOfWork
-from tests.api.card_helpers import make_customer
+from testbed.cards import make_customer
+from testbed.phone import Phone, pass_json
 from tests.api.test_wallet_pushes import certificates, push_service, wallet_app  # noqa: F401
-from tests.api.wallet_helpers import Phone, pass_json, settled
+from tests.api.wallet_helpers import settled
 from worker import pushes
 from worker.__main__ import UPKEEP_JOB_TIMEOUT
 from worker.periodic import run_periodic_tasks

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from werkzeug.serving import make_server
 
-from tests.api.card_helpers import make_customer, make_pass_certificates, make_store, wallet_app
+from testbed.cards import make_customer, make_pass_certificates, make_store, wallet_app
 from tests.conftest import IN_CI
 
 CHROMIUM = shutil.which("chromium") or (

@@ -14,8 +14,8 @@ import pytest
 
 from app.database.engine import utcnow
 from app.services.reports.periods import moscow_day
-from app.services.wire import parse_amount
 from app.web.languages import money
+from app.wire import parse_amount
 from tests.api.test_customers import credit, enrol
 from tests.browser.test_card_page_chromium import ARTIFACTS, serve, stop
 from tests.conftest import without

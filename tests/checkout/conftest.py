@@ -17,7 +17,7 @@ from app.services.customers import profiles
 from app.services.rewards import ledger, verification
 from app.services.tenancy import companies
 from app.services.unit_of_work import UnitOfWork
-from app.services.wire import format_amount, parse_amount
+from app.wire import format_amount, parse_amount
 
 
 def line(line_id: str, amount: str, *, sku: str | None = None, quantity: str = "1",

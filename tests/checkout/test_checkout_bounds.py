@@ -10,7 +10,7 @@ from sqlalchemy import update
 from app.models import RewardAccount, Sale
 from app.services.rewards import tiers
 from app.services.rewards.bounds import BALANCE_BOUND, SPEND_CEILING
-from app.services.wire import format_amount, parse_amount
+from app.wire import format_amount, parse_amount
 from tests.checkout.conftest import line
 
 BOUND = format_amount(BALANCE_BOUND)  # "10000000000000.00"

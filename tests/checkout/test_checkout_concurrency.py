@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from app.database.engine import utcnow
 from app.models import Hold, LedgerEntry, Sale
 from app.services.checkout import holds
-from app.services.wire import parse_amount
+from app.wire import parse_amount
 from tests.checkout.conftest import Register, line
 
 from tests.concurrency import delayed_job, raising, run_together

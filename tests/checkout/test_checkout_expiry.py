@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardAccount, RewardLot
 from app.services.rewards import upkeep
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 from tests.checkout.conftest import line
 from tests.lots import age_lots, lots_of
 

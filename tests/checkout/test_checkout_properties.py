@@ -13,7 +13,7 @@ from app.database.engine import utcnow
 from app.services.checkout import holds, quotes, returns, sales, sessions
 from app.services.errors import Conflict
 from app.services.rewards.bounds import BALANCE_BOUND
-from app.services.wire import format_amount, parse_amount
+from app.wire import format_amount, parse_amount
 
 # sku → (redeemable, accruable) in the shop's catalog; "FREE" is not in it (both allowed).
 CATALOG = {"BREAD": (True, True), "TOBACCO": (False, False), "BOOK": (False, True),

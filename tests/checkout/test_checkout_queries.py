@@ -163,7 +163,7 @@ def test_a_sale_made_offline_costs_no_more_than_a_commit(app, register, counted,
 
     from app.database.engine import utcnow
     from app.services.transactions import WorkSession
-    from app.services.wire import format_timestamp
+    from app.wire import format_timestamp
 
     customer, measure, results = counted
     cashier = {"externalId": "C", "name": "Olga"}

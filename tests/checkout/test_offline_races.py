@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from app.database.engine import utcnow
 from app.models import Sale
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 from tests.checkout.conftest import Register, line
 from tests.concurrency import raising, run_together
 

@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from app.database.engine import utcnow
 from app.models import Customer, LedgerEntry
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 from tests.checkout.conftest import line
 from tests.program.helpers import change_program, create_campaign, moment
 

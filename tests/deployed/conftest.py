@@ -9,9 +9,9 @@ import json
 
 import pytest
 
+from testbed.backing_services import missing_programs
+from testbed.deployment import Deployment
 from tests.conftest import ON_POSTGRES, without
-from tests.deployed.backing_services import missing_programs
-from tests.deployed.deployment import Deployment
 
 FIGURES = pytest.StashKey[list]()
 

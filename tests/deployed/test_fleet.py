@@ -1,4 +1,4 @@
-"""docs/api.md#limits against the fleet of tests/deployed/fleet.py: nginx, two web instances, two
+"""docs/api.md#limits against the fleet of testbed/fleet.py: nginx, two web instances, two
 workers, PgBouncer in transaction mode over a database in Asia/Kathmandu. The scenarios share
 the fleet and run in this order; what the worker killed in (e) left is checked last."""
 from __future__ import annotations
@@ -17,9 +17,9 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 
+from testbed.fleet import Fleet, missing_fleet_programs
+from testbed.registers import CheckoutStream
 from tests.conftest import without
-from tests.deployed.fleet import Fleet, missing_fleet_programs
-from tests.deployed.registers import CheckoutStream
 from tests.deployed.test_running_as_deployed import (BACK_WITHIN, UNAVAILABLE,
                                                    assert_each_receipt_once)
 

@@ -13,8 +13,8 @@ import uuid
 import pytest
 import requests
 
-from tests.deployed.procfile import children
-from tests.deployed.registers import BROKEN, CheckoutStream, Tally
+from testbed.procfile import children
+from testbed.registers import BROKEN, CheckoutStream, Tally
 
 pytestmark = [pytest.mark.deployed, pytest.mark.slow]
 

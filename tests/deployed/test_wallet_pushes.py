@@ -1,7 +1,7 @@
 """docs/api.md#wallet against the Procfile's processes: Apple's push service goes away while a
 customer buys, and once it is back each registered device hears once that the pass changed,
 however many changes happened meanwhile. A deployment of its own, signing passes with a test
-chain and pushing to the HTTP/2 stand-in of tests/push_service.py."""
+chain and pushing to the HTTP/2 stand-in of testbed/push_service.py."""
 from __future__ import annotations
 
 import time
@@ -10,11 +10,11 @@ import uuid
 import pytest
 import requests
 
-from tests.api.card_helpers import PASS_TYPE_ID, TEAM_ID, make_pass_certificates
-from tests.api.wallet_helpers import Phone, pass_json
-from tests.deployed.deployment import Deployment
-from tests.deployed.registers import Tally
-from tests.push_service import PushService
+from testbed.cards import PASS_TYPE_ID, TEAM_ID, make_pass_certificates
+from testbed.deployment import Deployment
+from testbed.phone import Phone, pass_json
+from testbed.push_service import PushService
+from testbed.registers import Tally
 
 pytestmark = [pytest.mark.deployed, pytest.mark.slow]
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from app.database.engine import utcnow
 from app.services.audit import events as audit
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 from tests.api.test_customers import credit, enrol
 from tests.portal.helpers import add_staff, sign_in
 

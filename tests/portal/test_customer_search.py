@@ -7,7 +7,7 @@ import pytest
 
 from app.database.engine import utcnow
 from app.services.customers import profiles, search
-from tests.api.card_helpers import make_customer
+from testbed.cards import make_customer
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from app.database.engine import utcnow
 from app.models import AuditEvent, LedgerEntry, RewardLot
 from app.services.staff.roles import MAY, ROLES
-from tests.api.card_helpers import make_customer
+from testbed.cards import make_customer
 from tests.api.test_customers import enrol
 from tests.portal.helpers import add_staff, post_form, sign_in
 

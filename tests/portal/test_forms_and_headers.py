@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import select
 
 from app.models import LedgerEntry, StaffMember
-from tests.api.card_helpers import make_customer
+from testbed.cards import make_customer
 from tests.portal.helpers import add_staff, csrf_token, sign_in
 
 

@@ -9,7 +9,7 @@ import pytest
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 
-from tests.api.card_helpers import make_customer
+from testbed.cards import make_customer
 from tests.portal.helpers import add_staff, post_form, sign_in
 
 TRANSLATIONS = Path(__file__).resolve().parents[2] / "app" / "translations"

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import select
 
 from app.models import AuditEvent
-from tests.conftest import make_tenant
+from testbed.tenants import make_tenant
 from tests.portal.helpers import add_staff, post_form, sign_in
 
 PAGE = "/portal/locations"

@@ -5,7 +5,7 @@ import uuid
 from datetime import timedelta
 
 from app.database.engine import utcnow
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 
 
 def moment(**delta) -> str:

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import event
 
 from app.services.program import matching
+from testbed.tenants import make_tenant
 from tests.checkout.conftest import Register, build_shop, line
-from tests.conftest import make_tenant
 from tests.program.helpers import change_program, create_campaign, moment
 
 RECEIPT = [line("1", "100.00", sku="LATTE"), line("2", "100.00", sku="BUN"),

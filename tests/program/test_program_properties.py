@@ -18,8 +18,8 @@ from app.services.program import campaigns as campaign_service
 from app.services.program import settings as program_settings
 from app.services.rewards import tiers as tier_rules
 from app.services.rewards import verification
+from testbed.tenants import make_tenant
 from tests.checkout.conftest import build_shop
-from tests.conftest import make_tenant
 
 # sku → (redeemable, accruable, category)
 CATALOG = {"BREAD": (True, True, "bakery"), "MILK": (True, True, "dairy"),

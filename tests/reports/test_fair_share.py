@@ -174,7 +174,7 @@ def test_a_slot_of_a_process_that_died_expires():
 
 @pytest.mark.redis
 def test_without_redis_answering_reports_are_counted_in_memory():
-    from tests.ports import free_port
+    from testbed.ports import free_port
 
     away = ReportSlots(at_once=10, per_process=10,
                        redis_url=f"redis://127.0.0.1:{free_port()}/0", namespace="loyalty-test")

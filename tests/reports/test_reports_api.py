@@ -63,7 +63,7 @@ def test_the_program_report_counts_each_campaigns_sales_and_lines(client, tenant
                                                                    register):
     """Each campaign's sales in the period and what its lines accrued, sorted by name: the
     period's sales are found first and their campaign lines joined to them."""
-    from app.services.wire import format_amount, parse_amount
+    from app.wire import format_amount, parse_amount
     from tests.program.helpers import create_campaign
 
     shop.program(accrual_delay_days=0)
@@ -118,14 +118,14 @@ def test_the_ledger_puts_an_entry_in_the_moscow_day_of_its_moment(client, tenant
 
 
 def _third_of_net(sale: dict, line_id: str) -> str:
-    from app.services.wire import format_amount, parse_amount
+    from app.wire import format_amount, parse_amount
     sold = next(item for item in sale["lines"] if item["lineId"] == line_id)
     net = parse_amount(sold["amount"]) - parse_amount(sold["discount"])
     return format_amount(net - net * 2 // 3)
 
 
 def _clawed(sale: dict, line_id: str) -> str:
-    from app.services.wire import format_amount, parse_amount
+    from app.wire import format_amount, parse_amount
     sold = next(item for item in sale["lines"] if item["lineId"] == line_id)
     return format_amount(parse_amount(sold["accrual"]) // 3)
 

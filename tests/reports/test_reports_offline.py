@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 from app.database.engine import utcnow
 from app.services.reports.periods import moscow_day
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 from tests.checkout.conftest import line
 from tests.reports.test_reports_api import report
 

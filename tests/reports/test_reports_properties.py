@@ -15,9 +15,9 @@ from app.database.engine import utcnow
 from app.models import LedgerEntry, RewardAccount
 from app.services.reports.periods import moscow_day
 from app.services.rewards.tiers import line_spend
-from app.services.wire import format_amount, parse_amount, parse_quantity
+from app.wire import format_amount, parse_amount, parse_quantity
+from testbed.tenants import make_tenant
 from tests.checkout.conftest import Register, build_shop, line
-from tests.conftest import make_tenant
 from tests.lots import age_lots
 from tests.program.helpers import change_program
 

@@ -14,8 +14,8 @@ from app.models import CatalogItem
 from app.services.errors import InvalidField, NotFound
 from app.services.locations import catalog, stores
 from app.services.locations.catalog import CatalogEntry
+from testbed.tenants import make_tenant
 from tests.concurrency import run_together
-from tests.conftest import make_tenant
 
 
 @pytest.fixture

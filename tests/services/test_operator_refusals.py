@@ -13,7 +13,7 @@ from redis import Redis
 from app import create_app
 from app.cli import COMMAND_MODULES
 from app.cli.errors import plainly
-from tests.ports import free_port
+from testbed.ports import free_port
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 BAD_INPUT = [

@@ -15,7 +15,7 @@ from app.database.migrate import upgrade
 from app.models import CustomerName, IdempotencyRecord, OutboxEvent
 from app.services.customers import profiles
 from app.services.webhooks.outbox import record_event
-from tests.ports import free_port
+from testbed.ports import free_port
 
 CARDS = "http://127.0.0.1:8000"  # where card links point
 

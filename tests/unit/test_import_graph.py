@@ -1,5 +1,6 @@
-"""No import cycle in app/: every import, at the top of a module or inside a function, read
-from the source, so a cycle cannot hide behind a lazy import."""
+"""No import cycle in app/, and nothing of the suite imported by the benchmarks or the testbed:
+every import, at the top of a module or inside a function, read from the source, so neither
+can hide behind a lazy import."""
 from __future__ import annotations
 
 import ast
@@ -73,3 +74,33 @@ def test_a_cycle_is_found(tmp_path):
     (package / "db.py").write_text("def later():\n    from app.services import events\n")
     (package / "services" / "events.py").write_text("from app.db import later\n")
     assert find_cycle(import_graph(package)) == ["app.db", "app.services.events", "app.db"]
+
+
+def imported_packages(folder: Path) -> dict[str, set[str]]:
+    """File → the top-level names it imports, at the top or inside a function."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(folder.rglob("*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.partition(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module.partition(".")[0])
+        found[path.relative_to(folder.parent).as_posix()] = names
+    return found
+
+
+def test_the_benchmarks_and_the_testbed_import_nothing_of_the_suite():
+    """bench/ stands on testbed/ and the app; testbed/ on the app alone. A bench script runs
+    from bench/, which it imports by module name (`harness`): as `bench.harness` it would load
+    a second copy of the same module."""
+    borrowed = {path: sorted(names & {"tests", "bench"}) for path, names in
+                imported_packages(APP.parent / "bench").items()}
+    borrowed.update({path: sorted(names & {"tests", "bench"}) for path, names in
+                     imported_packages(APP.parent / "testbed").items()})
+    assert {path: names for path, names in borrowed.items() if names} == {}
+
+
+def test_a_borrowed_module_is_found(tmp_path):
+    (tmp_path / "run.py").write_text("def later():\n    from tests.conftest import make_tenant\n")
+    assert imported_packages(tmp_path)[f"{tmp_path.name}/run.py"] == {"tests"}

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.services.wire import (
+from app.wire import (
     format_amount,
     format_percent,
     format_quantity,

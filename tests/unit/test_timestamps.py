@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 
 
 def test_early_years_keep_four_digits():

@@ -26,13 +26,13 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from app import create_app
 from app.database.engine import request_session, utcnow
+from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.operations.delivery_queue import dispatch_flag_key
 from app.operations.delivery_queue import hand_over_events
-from app.models import Hold, OutboxEvent, WebhookDelivery
 from app.services.errors import Conflict
 from app.services.webhooks.delivery import dispatch_pending
 from app.services.webhooks.outbox import EVENT_TYPES, record_event
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 from tests.conftest import TEST_PEPPER
 from tests.lots import age_lots
 from worker.__main__ import PERIODIC_JOB, periodic_lock_key

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from app import create_app
 from app.models import OutboxEvent
-from tests.ports import free_port
+from testbed.ports import free_port
 
 
 

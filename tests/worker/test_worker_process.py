@@ -12,39 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-import redis
 
+from testbed.backing_services import ThrowawayRedis
 from tests.conftest import TEST_PEPPER
-from tests.ports import free_port
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 # Longer than redis-py's default socket timeout (5 s), which used to end an idle worker.
 IDLE_SECONDS = 8
-
-
-
-
-class ThrowawayRedis:
-    def __init__(self, port: int):
-        self.port, self.process = port, None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-        client = redis.Redis(port=self.port)
-        for _ in range(100):
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
 
 
 def _wait_for(predicate, seconds: float) -> bool:
@@ -57,8 +32,8 @@ def _wait_for(predicate, seconds: float) -> bool:
 
 
 @pytest.fixture
-def throwaway_redis():
-    server = ThrowawayRedis(free_port())
+def throwaway_redis(tmp_path):
+    server = ThrowawayRedis(tmp_path)
     server.start()
     yield server
     server.kill()
@@ -75,7 +50,7 @@ def worker_env(database_url, throwaway_redis):
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(DATABASE_URL=database_url, API_KEY_PEPPER=TEST_PEPPER,
                PUBLIC_BASE_URL="http://127.0.0.1:8000",
-               REDIS_URL=f"redis://127.0.0.1:{throwaway_redis.port}/0",
+               REDIS_URL=throwaway_redis.url,
                RQ_QUEUE="worker-process-test", UPKEEP_INTERVAL_SECONDS="1")
     return env
 

@@ -19,9 +19,10 @@ import redis
 from rq import Queue, SimpleWorker, Worker
 
 from app import create_app
+from testbed.backing_services import ThrowawayRedis
+from testbed.ports import free_port
 from tests.conftest import TEST_PEPPER
-from tests.ports import free_port
-from tests.worker.test_worker_process import ThrowawayRedis, _wait_for
+from tests.worker.test_worker_process import _wait_for
 from worker.__main__ import TAKE_UP_JOB, _stop_on_signals, serve, worker_redis
 from worker.periodic import TASKS, run_periodic_tasks
 
@@ -64,8 +65,8 @@ def test_a_service_away_at_start_is_one_line_and_a_wait(database_url, service, t
 
 @pytest.mark.redis
 def test_a_worker_waiting_for_redis_starts_when_it_answers(database_url, tmp_path):
-    server, log = ThrowawayRedis(free_port()), tmp_path / "worker.log"
-    worker = _start(database_url, f"redis://127.0.0.1:{server.port}/0", log)
+    server, log = ThrowawayRedis(tmp_path), tmp_path / "worker.log"
+    worker = _start(database_url, server.url, log)
     try:
         assert _wait_for(lambda: _lines(log), 30), "nothing said"
         server.start()
@@ -91,14 +92,14 @@ class StoppedWhileStarting(SimpleWorker):
 
 
 @pytest.mark.redis
-def test_a_stop_before_rq_takes_the_signals_ends_the_loop_before_any_job():
-    server = ThrowawayRedis(free_port())
+def test_a_stop_before_rq_takes_the_signals_ends_the_loop_before_any_job(tmp_path):
+    server = ThrowawayRedis(tmp_path)
     server.start()
     handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
     stop = threading.Event()
     try:
         _stop_on_signals(stop)
-        queue = Queue("early-stop", connection=worker_redis(f"redis://127.0.0.1:{server.port}/0"))
+        queue = Queue("early-stop", connection=worker_redis(server.url))
         serve(queue, stop, StoppedWhileStarting)
         assert stop.is_set() and StoppedWhileStarting.taken == []
         # The take-up job serve enqueued waits for the next worker.

@@ -16,7 +16,7 @@ from app.services.errors import NotFound
 from app.services.rewards import ledger
 from app.services.rewards import tiers as tier_rules
 from app.services.unit_of_work import UnitOfWork
-from app.services.wire import format_amount
+from app.wire import format_amount
 
 # token_urlsafe(32) gives 43 characters; anything else is not a token we made.
 CARD_TOKEN_LENGTH = -(-CARD_TOKEN_BYTES * 4 // 3)

@@ -17,7 +17,7 @@ from app.services.errors import Conflict
 from app.services.program import matching
 from app.services.rewards import bonuses, expiry, ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
-from app.services.wire import compact_json
+from app.wire import compact_json
 
 # Quotes
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from app.services.wire import format_amount
+from app.wire import format_amount
 
 WIDTH = 40
 DEFAULT_TIMEZONE = "Europe/Moscow"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.services.wire import (Balance, format_amount, format_percent, format_quantity,
-                               format_timestamp)
+from app.wire import (Balance, format_amount, format_percent, format_quantity,
+                      format_timestamp)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from app.services.errors import Conflict, InvalidField, NotFound
 from app.services.rewards import bounds, ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
-from app.services.wire import Balance
+from app.wire import Balance
 
 _PROGRAMS, _RETURNS, _LEDGER = Program.__table__, Return.__table__, LedgerEntry.__table__
 

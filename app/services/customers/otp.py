@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from app.models import OtpChallenge
 from app.services.errors import Conflict, NotFound, RateLimited
 from app.services.webhooks.outbox import record_event
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 
 PURPOSES = ("ENROLLMENT",)
 STATES = ("PENDING", "CONFIRMED", "EXPIRED", "FAILED")

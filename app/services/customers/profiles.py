@@ -18,7 +18,7 @@ from app.services.rewards.accounts import LARGEST_BALANCE, fresh, shown_balances
 from app.services.tenancy import companies
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
-from app.services.wire import Balance, format_timestamp
+from app.wire import Balance, format_timestamp
 
 CARD_NUMBER_TRIES = 5
 # A name page walked in enrolment order reads at most this many customers per match before the

@@ -12,7 +12,7 @@ from app.services.cards.identifiers import is_valid_ean13
 from app.services.customers import phones, profiles
 from app.services.errors import NotFound
 from app.services.rewards.accounts import fresh
-from app.services.wire import Balance
+from app.wire import Balance
 
 LONGEST_QUERY = 100
 

@@ -21,7 +21,7 @@ from app.database.engine import UtcDateTime
 from app.models import CatalogItem, CatalogSync, Store
 from app.services.errors import InvalidField, NotFound
 from app.services.webhooks.outbox import record_event
-from app.services.wire import format_timestamp
+from app.wire import format_timestamp
 
 MAX_ITEMS = 100_000
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app.models import Campaign, Program, Store
 from app.services.audit import events as audit
 from app.services.errors import Conflict, InvalidField, NotFound
-from app.services.wire import format_percent, format_timestamp
+from app.wire import format_percent, format_timestamp
 
 
 def campaign_as_json(campaign: Campaign) -> dict:

@@ -11,7 +11,7 @@ from app.services.audit import events as audit
 from app.services.rewards import tiers
 from app.services.tenancy import companies
 from app.services.webhooks.outbox import record_event
-from app.services.wire import format_amount, format_percent
+from app.wire import format_amount, format_percent
 
 # None in a change means "leave it"; the tier window may be set to null (all time), so for it
 # "leave it" is this instead.

@@ -16,7 +16,7 @@ from app.services.rewards.locked_account import Account
 from app.services.rewards.lots import FIRST_OPEN_LOTS, LOT_PAGE, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
-from app.services.wire import Balance, format_amount
+from app.wire import Balance, format_amount
 
 # Balances are kept in a signed 64-bit column (and bounded far inside it: bounds.py).
 LARGEST_BALANCE = 2 ** 63 - 1

@@ -10,7 +10,7 @@ from app.services.rewards import lots
 from app.services.rewards.locked_account import Account
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
-from app.services.wire import Balance, format_amount, format_timestamp
+from app.wire import Balance, format_amount, format_timestamp
 
 
 def changes_balance(account, now: datetime) -> bool:

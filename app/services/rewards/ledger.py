@@ -34,7 +34,7 @@ from app.services.rewards.locked_account import LOCK, OPEN, PROGRAM_SETTINGS, Ac
 from app.services.rewards.lots import FIRST_OPEN_LOTS, OPEN_LOTS, Lot
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
-from app.services.wire import Balance, format_amount, format_timestamp
+from app.wire import Balance, format_amount, format_timestamp
 
 # PENDING entries mature to ACTIVE; no other status is written.
 ENTRY_STATUSES = ("PENDING", "ACTIVE")

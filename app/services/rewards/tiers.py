@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from app.services.wire import format_amount, format_percent
+from app.wire import format_amount, format_percent
 
 MOST_TIERS = 10
 

@@ -17,7 +17,7 @@ from app.models import OutboxEvent
 from app.models.base import new_id
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.sealing import seal, unseal
-from app.services.wire import compact_json, format_timestamp
+from app.wire import compact_json, format_timestamp
 
 EVENT_TYPES = (
     "customer.created", "reward.adjusted",

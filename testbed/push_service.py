@@ -15,7 +15,7 @@ import trustme
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
-from tests.ports import free_port
+from testbed.ports import free_port
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Arranging customers with balances, stores and a test pass certificate for the card routes.
+"""Customers with balances, stores and a throwaway pass certificate, for the card routes.
 Customers and stores are made with the models directly, as their own API would make them."""
 from __future__ import annotations
 
@@ -114,5 +114,5 @@ def make_pass_certificates(folder: Path) -> PassCertificates:
 
 
 def wallet_app(settings, certificates: PassCertificates):
-    """The app with the pass certificate configured, on the suite's own database."""
+    """The app with the pass certificate configured, on the database the settings name."""
     return create_app(dataclasses.replace(settings, wallet=certificates.wallet))

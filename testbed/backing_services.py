@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.ports import free_port
+from testbed.ports import free_port
 
 PG_ROOTS = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
 

@@ -16,12 +16,12 @@ import requests
 from redis import Redis
 from rq import Queue, Worker
 
-from tests.deployed.backing_services import ThrowawayPostgres, ThrowawayRedis
-from tests.deployed.procfile import (ProcfileProcess, holding_connections, process_environment,
-                                     procfile_lines, run_line)
-from tests.deployed.receiver import WebhookReceiver
-from tests.deployed.registers import Api, open_shop
-from tests.ports import free_port
+from testbed.backing_services import ThrowawayPostgres, ThrowawayRedis
+from testbed.ports import free_port
+from testbed.procfile import (ProcfileProcess, holding_connections, process_environment,
+                              procfile_lines, run_line)
+from testbed.receiver import WebhookReceiver
+from testbed.registers import Api, open_shop
 
 UPKEEP_SECONDS = 2
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import requests
 
-from tests.deployed.backing_services import wait_for_port
-from tests.deployed.deployment import UPKEEP_SECONDS, Deployment
-from tests.deployed.procfile import ROOT, ProcfileProcess, process_environment, run_line
-from tests.deployed.registers import Api, open_shop
-from tests.ports import free_port
+from testbed.backing_services import wait_for_port
+from testbed.deployment import UPKEEP_SECONDS, Deployment
+from testbed.ports import free_port
+from testbed.procfile import ROOT, ProcfileProcess, process_environment, run_line
+from testbed.registers import Api, open_shop
 
 DEPLOY = ROOT / "deploy"
 DATABASE = "loyalty"
@@ -139,7 +139,7 @@ class Fleet(Deployment):
     """Two of each web instance and worker; `self.api` speaks to nginx."""
 
     def start(self, registers: int = 4, **settings: str) -> "Fleet":
-        from tests.deployed.procfile import procfile_lines
+        from testbed.procfile import procfile_lines
 
         self.lines = procfile_lines()
         self.start_postgres()

@@ -1,4 +1,4 @@
-"""Ports on 127.0.0.1 for the processes a test starts, or for nothing at all."""
+"""Ports on 127.0.0.1 for the processes a test or a benchmark starts, or for nothing at all."""
 import socket
 
 
