@@ -36,6 +36,16 @@ def _page(*, secret=None, errors=(), status=200, form=None):
         form=form or {}), status
 
 
+def _hand_over(revived) -> None:
+    """To the worker. With Redis away nothing is lost: the worker's sweep finds the deliveries
+    overdue and sends them."""
+    try:
+        enqueue_deliveries(settings(), revived)
+    except RedisError:
+        log.warning("could not enqueue the replayed deliveries; the sweep will send them",
+                    exc_info=True)
+
+
 @bp.get("/webhooks")
 @requires("webhooks")
 def webhooks():
@@ -96,13 +106,3 @@ def replay_webhook_event(event_id: str):
     if skipped:
         flash(_("Left dead, their endpoint being disabled or deleted: %(left)s.", left=skipped))
     return back_to("portal.webhooks")
-
-
-def _hand_over(revived) -> None:
-    """To the worker. With Redis away nothing is lost: the worker's sweep finds the deliveries
-    overdue and sends them."""
-    try:
-        enqueue_deliveries(settings(), revived)
-    except RedisError:
-        log.warning("could not enqueue the replayed deliveries; the sweep will send them",
-                    exc_info=True)
