@@ -196,3 +196,26 @@ def test_a_form_without_its_token_changes_nothing(app, owner, tenant, db):
     db.expire_all()
     assert db.scalar(select(WebhookDelivery.state).where(WebhookDelivery.id == delivery_id)) \
         == "DEAD"
+
+
+def test_a_replay_is_handed_to_the_worker_after_its_commit(app, owner, tenant, monkeypatch):
+    from redis.exceptions import ConnectionError as RedisAway
+
+    from app.portal import webhooks as page
+
+    event_id, delivery_id = dead_letter(app, tenant.company_id)
+    handed = []
+
+    def enqueue(settings, ids):
+        session = app.extensions["session_factory"]()  # another connection: the committed state
+        try:
+            handed.append([(company, session.scalar(select(WebhookDelivery.state).where(
+                WebhookDelivery.id == delivery)), delivery) for company, delivery in ids])
+        finally:
+            session.close()
+        raise RedisAway("Redis is away")  # the worker's sweep sends it then
+
+    monkeypatch.setattr(page, "enqueue_deliveries", enqueue)
+    replayed = post_form(owner, PAGE, f"{PAGE}/events/{event_id}/replay", {})
+    assert replayed.status_code == 303
+    assert handed == [[(tenant.company_id, "PENDING", delivery_id)]]
