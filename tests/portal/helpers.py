@@ -53,6 +53,7 @@ def dead_letter(app, company_id: str, path: str = "/dead") -> tuple[str, str]:
         session.commit()
         [(delivery_id,)] = session.execute(
             select(WebhookDelivery.id).where(WebhookDelivery.company_id == company_id,
+                                             WebhookDelivery.event_id == event.id,
                                              WebhookDelivery.endpoint_id == endpoint.id)).all()
         attempt = delivery.begin_attempt(session, company_id, delivery_id, now=utcnow(),
                                          pepper=TEST_PEPPER)
