@@ -12,9 +12,10 @@ from app.cli.errors import refuse
 from app.cli.operator import operator_session
 from app.database.engine import utcnow
 from app.operations.delivery_queue import enqueue_deliveries
+from app.services.audit import events as audit
 from app.services.errors import NotFound
 from app.services.operations import retention
-from app.services.webhooks import delivery, endpoints
+from app.services.webhooks import endpoints, history
 from app.operations.upkeep import in_batches
 
 webhooks_cli = AppGroup("webhooks", help="Webhook hosts and dead letters.")
@@ -71,7 +72,7 @@ def dead_letters(company_id, limit):
     """Dead deliveries, newest event first: event id, type, company, endpoint, url, attempts,
     last status, last error."""
     with operator_session() as session:
-        rows = delivery.dead_letters(session, company_id=company_id, limit=limit)
+        rows = history.dead_letters(session, company_id=company_id, limit=limit)
     for d in rows:
         click.echo("\t".join([d.event_id, d.event_type, d.company_id, d.endpoint_id, d.url,
                               str(d.attempts), str(d.last_status or "-"), d.last_error or ""]))
@@ -81,10 +82,12 @@ def dead_letters(company_id, limit):
 @webhooks_cli.command("replay")
 @click.argument("event_id")
 def replay(event_id):
-    """Send EVENT_ID's dead deliveries again, each with a fresh retry schedule."""
+    """Send EVENT_ID's dead deliveries again, each with a fresh retry schedule, whichever
+    company's it is."""
     with operator_session() as session:
         try:
-            revived, skipped = delivery.replay_event(session, event_id, now=utcnow())
+            revived, skipped = history.replay_event(session, event_id, now=utcnow(),
+                                                   actor=audit.operator())
         except NotFound:
             refuse(f"event {event_id} has no dead deliveries")
     # After the commit: the job must find the delivery PENDING. Without Redis the sweep sends it.

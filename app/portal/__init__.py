@@ -20,6 +20,7 @@ PAGE_MODULES = (
     "app.portal.program",
     "app.portal.locations",
     "app.portal.keys",
+    "app.portal.webhooks",
     "app.portal.customers",
     "app.portal.staff",
     "app.portal.audit",

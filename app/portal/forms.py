@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from functools import partial
 from zoneinfo import ZoneInfo
 
 import marshmallow as ma
@@ -65,18 +66,37 @@ def refusal(refused: DomainError) -> str:
     return refused.detail
 
 
-def saved(change, message: str, endpoint: str, again):
-    """Make the change, then back to `endpoint`'s page; refused (the API's schema or rules):
-    `again(errors=…, status=…)`, the page again with the API's message, nothing changed."""
+def attempted(change, again):
+    """Make the change: (what it returns, None); refused by the API's schema or rules: (None,
+    `again(errors=…, status=…)`), the page again with the API's message, nothing changed.
+    Another company's id, as an unknown one, is the not-found page."""
     db = request_session()
     try:
-        change()
+        return change(), None
     except ma.ValidationError as invalid:
-        return again(errors=refusals(invalid), status=422)
+        return None, again(errors=refusals(invalid), status=422)
     except NotFound:
-        raise  # another company's id, as an unknown one: the not-found page
+        raise
     except DomainError as refused:
         db.rollback()
-        return again(errors=[refusal(refused)], status=refused.status)
+        return None, again(errors=[refusal(refused)], status=refused.status)
+
+
+def saved(change, message: str, endpoint: str, again):
+    """Make the change, then back to `endpoint`'s page; refused: `again`, as `attempted`."""
+    _done, refused = attempted(change, again)
+    if refused is not None:
+        return refused
     flash(message)
     return back_to(endpoint)
+
+
+def shown_once(change, page, status: int, form=None):
+    """A change that makes a secret (an API key, a signing secret) and returns (what it made,
+    the secret): `page(secret=…)` with the secret on it, this once (it is never stored in the
+    clear nor shown again); refused: `page(form=form)` with the refusal, as `attempted`."""
+    made, refused = attempted(change, partial(page, form=form))
+    if refused is not None:
+        return refused
+    _made, secret = made
+    return page(secret=secret, status=status)

@@ -3,7 +3,6 @@ old key, revoke it — the services the API's /v1/api-credentials uses, with its
 gets no scope the member could not hold (grantable_scopes)."""
 from __future__ import annotations
 
-import marshmallow as ma
 from flask import render_template, request
 from flask_babel import gettext as _
 from flask_login import current_user
@@ -13,32 +12,15 @@ from app.database.engine import request_session, utcnow
 from app.portal import forms
 from app.portal.access import company_id, requires, settings, staff_actor
 from app.portal.blueprint import bp
-from app.services.errors import DomainError, NotFound
 from app.services.staff.roles import grantable_scopes
 from app.services.tenancy import credentials
 from app.services.tenancy.scopes import ALL_SCOPES
 
 
-def _page(*, key=None, errors=(), status=200, form=None):
+def _page(*, secret=None, errors=(), status=200, form=None):
     return render_template(
         "portal/keys.html", keys=credentials.list_credentials(request_session(), company_id()),
-        scopes=ALL_SCOPES, key=key, errors=errors, form=form or {}), status
-
-
-def _shown_once(change, status: int, form=None):
-    """The change that makes a key; the page with the key on it (never stored, never again),
-    or with the refusal."""
-    db = request_session()
-    try:
-        _credential, key = change()
-    except ma.ValidationError as invalid:
-        return _page(errors=forms.refusals(invalid), status=422, form=form)
-    except NotFound:
-        raise  # another company's id, as an unknown one: the not-found page
-    except DomainError as refused:
-        db.rollback()
-        return _page(errors=[forms.refusal(refused)], status=refused.status, form=form)
-    return _page(key=key, status=status)
+        scopes=ALL_SCOPES, key=secret, errors=errors, form=form or {}), status
 
 
 def _held() -> frozenset[str]:
@@ -62,7 +44,7 @@ def issue_key():
             request_session(), company_id(), body["name"], body["scopes"],
             pepper=settings().api_key_pepper, now=utcnow(), actor=staff_actor(),
             granted_by=_held())
-    return _shown_once(change, 201, form=request.form)
+    return forms.shown_once(change, _page, 201, form=request.form)
 
 
 @bp.post("/keys/<credential_id>/rotate")
@@ -76,7 +58,7 @@ def rotate_key(credential_id: str):
             request_session(), company_id(), credential_id,
             grace_seconds=body["gracePeriodSeconds"], pepper=settings().api_key_pepper,
             now=utcnow(), actor=staff_actor(), changed_by=_held())
-    return _shown_once(change, 201)
+    return forms.shown_once(change, _page, 201)
 
 
 @bp.post("/keys/<credential_id>/revoke")

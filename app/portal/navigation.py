@@ -13,6 +13,7 @@ SECTIONS = [
     ("program", "portal.program", _l("Program")),
     ("locations", "portal.locations", _l("Stores and registers")),
     ("keys", "portal.keys", _l("API keys")),
+    ("webhooks", "portal.webhooks", _l("Webhooks")),
     ("staff", "portal.staff", _l("Staff")),
     ("audit", "portal.audit", _l("Audit log")),
 ]

@@ -1,7 +1,7 @@
 """The back office in a real headless Chromium (Debian's, driven through Debian's
 chromedriver by Selenium): sign in, find a customer, adjust the balance, sign out; a chart and
-its table as the reports API answers; a key issued and used; and every
-page checked with axe-core, with no serious or critical violation. The profile's screenshot is
+its table as the reports API answers; a key issued and used; a dead letter sent again; and
+every page checked with axe-core, with no serious or critical violation. The profile's screenshot is
 kept in test-artifacts/."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from app.wire import parse_amount
 from tests.api.test_customers import credit, enrol
 from tests.browser.test_card_page_chromium import ARTIFACTS, serve, stop
 from tests.conftest import without
-from tests.portal.helpers import PASSWORD, add_staff
+from tests.portal.helpers import HOOK_HOST, PASSWORD, add_staff, dead_letter
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -150,8 +150,9 @@ def test_sign_in_find_adjust_sign_out_with_no_serious_violation(browser, served,
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "portal-profile.png"))
 
+    dead_letter(app, tenant.company_id)  # the webhooks page with each of its tables
     period = "from=2026-11-01&to=2026-11-29"
-    for name, path in (("dashboard", "/portal/"), ("staff", "/portal/staff"),
+    for name, path in (("dashboard", "/portal/"), ("webhooks", "/portal/webhooks"), ("staff", "/portal/staff"),
                        ("audit", "/portal/audit"), ("not found", "/portal/customers/nobody"),
                        ("liability", "/portal/reports/liability"),
                        ("program", "/portal/program"),
@@ -228,3 +229,35 @@ def test_a_key_issued_in_the_browser_is_used(browser, served, app, client, tenan
     assert used.status_code == 200
     refused = client.get("/v1/customers", headers={"Authorization": f"Bearer {key}"})
     assert refused.status_code == 403  # the scopes ticked, no more
+
+
+def test_a_dead_letter_sent_again_in_the_browser(browser, served, app, db, tenant):
+    from selenium.webdriver.common.by import By
+    from sqlalchemy import select
+
+    from app.models import WebhookDelivery
+
+    add_staff(app, tenant.company_id, "mia@example.com", "manager", name="Mia Manager")
+    event_id, delivery_id = dead_letter(app, tenant.company_id)
+    browser.get(f"{served}/portal/login")
+    field(browser, "email").send_keys("mia@example.com")
+    field(browser, "password").send_keys(PASSWORD)
+    click(browser, "form.form button[type=submit]")
+    browser.get(f"{served}/portal/webhooks")
+    assert event_id in browser.find_element(By.ID, "dead-letters").text
+    assert serious_violations(browser) == []
+
+    click(browser, f"form[action$='/events/{event_id}/replay'] button")
+    assert browser.current_url == f"{served}/portal/webhooks"
+    assert browser.find_elements(By.ID, "dead-letters") == []
+    state = browser.find_element(By.CSS_SELECTOR, "#deliveries tbody tr td:nth-of-type(3)")
+    assert state.text == "ждёт отправки"  # pending again, in Russian as the browser asks
+    assert serious_violations(browser) == []
+    db.expire_all()
+    row = db.scalar(select(WebhookDelivery).where(WebhookDelivery.id == delivery_id))
+    assert (row.state, row.attempts, row.last_error) == ("PENDING", 0, None)
+
+    field(browser, "url").send_keys(f"https://{HOOK_HOST}/crm")
+    click(browser, "form[action$='/portal/webhooks'] button[type=submit]")
+    assert browser.find_element(By.ID, "new-secret").text.startswith("whsec_")
+    assert serious_violations(browser) == []

@@ -1,16 +1,25 @@
-"""Staff members made as the operator's command makes them, and a browser-like client that
-signs in through the sign-in form, carrying the CSRF token each page gives."""
+"""Staff members made as the operator's command makes them, a dead letter as the worker leaves
+one, and a browser-like client that signs in through the sign-in form, carrying the CSRF token
+each page gives."""
 from __future__ import annotations
 
 import re
 from decimal import Decimal
 from html.parser import HTMLParser
 
+from sqlalchemy import select
+
 from app.database.engine import utcnow
+from app.models import WebhookDelivery
 from app.services.audit import events as audit
 from app.services.staff import members
+from app.services.webhooks import delivery, endpoints
+from app.services.webhooks.outbox import record_event
+from app.services.webhooks.transport import DeliveryOutcome
+from tests.conftest import TEST_PEPPER
 
 PASSWORD = "correct horse battery staple"
+HOOK_HOST = "hooks.example.com"
 _TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
 
 
@@ -24,6 +33,34 @@ def add_staff(app, company_id: str, email: str, role: str, *, name: str | None =
             members.set_password(session, member, password)
         session.commit()
         return member.id
+    finally:
+        session.close()
+
+
+def dead_letter(app, company_id: str, path: str = "/dead") -> tuple[str, str]:
+    """An event of the company whose delivery, to a new endpoint at `path` on HOOK_HOST (allowed
+    here), was given up on: its one attempt answered 500 and no retry left, as the worker
+    leaves it. Returns (the event's id, the delivery's id)."""
+    session = app.extensions["session_factory"]()
+    try:
+        endpoints.allow_host(session, HOOK_HOST, now=utcnow())
+        endpoint, _secret = endpoints.create_endpoint(
+            session, company_id, url=f"https://{HOOK_HOST}{path}", events=["*"],
+            description=None, pepper=TEST_PEPPER, now=utcnow())
+        event = record_event(session, company_id, "customer.created", {"id": "c-1"})
+        session.commit()
+        delivery.dispatch_pending(session, now=utcnow(), limit=100)
+        session.commit()
+        [(delivery_id,)] = session.execute(
+            select(WebhookDelivery.id).where(WebhookDelivery.company_id == company_id,
+                                             WebhookDelivery.event_id == event.id,
+                                             WebhookDelivery.endpoint_id == endpoint.id)).all()
+        attempt = delivery.begin_attempt(session, company_id, delivery_id, now=utcnow(),
+                                         pepper=TEST_PEPPER)
+        failed = DeliveryOutcome(status=500, retry_after=None, error=None)
+        assert delivery.finish_attempt(session, attempt, failed, now=utcnow(), delays=[]) is None
+        session.commit()
+        return event.id, delivery_id
     finally:
         session.close()
 

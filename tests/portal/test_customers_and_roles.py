@@ -16,7 +16,8 @@ from tests.portal.helpers import add_staff, post_form, sign_in
 
 PAGES = {"dashboard": "/portal/", "reports": "/portal/reports/liability",
          "program": "/portal/program", "locations": "/portal/locations", "keys": "/portal/keys",
-         "customers": "/portal/customers", "staff": "/portal/staff", "audit": "/portal/audit"}
+         "webhooks": "/portal/webhooks", "customers": "/portal/customers",
+         "staff": "/portal/staff", "audit": "/portal/audit"}
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from sqlalchemy import delete, func, insert, select, update
 from app.database.engine import utcnow
 from app.models import IdempotencyRecord, OutboxEvent, WebhookDelivery
 from app.services.operations import retention
-from app.services.webhooks import delivery, endpoints
+from app.services.webhooks import delivery, endpoints, history
 from app.services.webhooks.outbox import record_event
 from app.operations.upkeep import in_batches
 from tests.conftest import TEST_PEPPER
@@ -77,7 +77,7 @@ def test_old_delivered_events_go_and_the_rest_stay(app, db, tenant, two_endpoint
     assert len(_deliveries_of(db, old_dead)) == len(_deliveries_of(db, old_retrying)) == 2
     assert len(_deliveries_of(db, recent_delivered)) == 2
     # The dead letter can still be replayed.
-    assert delivery.replay_event(db, old_dead, now=utcnow())[0]
+    assert history.replay_event(db, old_dead, now=utcnow())[0]
     db.rollback()
     assert run_periodic_tasks(app)["prune delivered events"] == 0
 

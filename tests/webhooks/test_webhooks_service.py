@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select, update
 
 from app.database.engine import utcnow
-from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
-from app.services.webhooks import delivery, endpoints
+from app.models import AuditEvent, OutboxEvent, WebhookDelivery, WebhookEndpoint
+from app.services.webhooks import delivery, endpoints, history
 from app.services.webhooks.outbox import record_event
 from app.services.webhooks.transport import DeliveryOutcome
 from tests.conftest import TEST_PEPPER
@@ -273,12 +273,12 @@ def test_replay_revives_dead_deliveries_to_live_endpoints(session, tenant):
     disable(session, gone)
     session.commit()
 
-    letters = delivery.dead_letters(session)
+    letters = history.dead_letters(session)
     assert sorted(letter.url for letter in letters) == sorted([live.url, gone.url])
     assert {letter.event_id for letter in letters} == {recorded.id}
-    assert delivery.dead_letters(session, company_id="another-company") == []
+    assert history.dead_letters(session, company_id="another-company") == []
 
-    revived, skipped = delivery.replay_event(session, recorded.id, now=utcnow())
+    revived, skipped = history.replay_event(session, recorded.id, now=utcnow())
     session.commit()
 
     assert revived == [(tenant.company_id, rows[live.id].id)] and skipped == 1
@@ -292,7 +292,47 @@ def test_replay_of_an_event_without_dead_deliveries_is_not_found(session, tenant
     from app.services.errors import NotFound
 
     with pytest.raises(NotFound):
-        delivery.replay_event(session, "no-such-event", now=utcnow())
+        history.replay_event(session, "no-such-event", now=utcnow())
+
+
+def test_a_companys_replay_sends_only_its_own_and_is_recorded(session, tenant, other_tenant):
+    from app.services.audit import events as audit
+    from app.services.errors import NotFound
+
+    endpoint(session, tenant.company_id)
+    ours = event(session, tenant.company_id)
+    [(_, delivery_id)] = dispatch(session)
+    session.execute(update(WebhookDelivery).values(state="DEAD", attempts=3, last_status=500))
+    session.commit()
+
+    with pytest.raises(NotFound):  # another company's event, as an unknown one
+        history.replay_event(session, ours.id, company_id=other_tenant.company_id, now=utcnow())
+    assert stored_delivery(session, delivery_id).state == "DEAD"
+    member = audit.Actor(audit.STAFF, "staff-1", "Olga Owner")
+    revived, skipped = history.replay_event(session, ours.id, company_id=tenant.company_id,
+                                            now=utcnow(), actor=member)
+    session.commit()
+    assert (revived, skipped) == ([(tenant.company_id, delivery_id)], 0)
+    assert stored_delivery(session, delivery_id).state == "PENDING"
+    recorded, _ = audit.events(session, tenant.company_id, offset=0, limit=10)
+    assert [(e.action, e.target_type, e.target_id, e.actor_name) for e in recorded] == [
+        ("webhook_event.replayed", "webhook_event", ours.id, "Olga Owner")]
+
+
+def test_the_latest_deliveries_are_the_companys_newest_first(session, tenant, other_tenant):
+    endpoint(session, tenant.company_id)
+    endpoint(session, other_tenant.company_id)
+    first = event(session, tenant.company_id)
+    dispatch(session)
+    second = event(session, tenant.company_id, "sale.returned")
+    event(session, other_tenant.company_id)
+    dispatch(session)
+
+    lines = history.latest_deliveries(session, tenant.company_id)
+    assert [(line.event_id, line.event_type, line.state) for line in lines] == [
+        (second.id, "sale.returned", "PENDING"), (first.id, "customer.created", "PENDING")]
+    assert [line.event_id for line in history.latest_deliveries(
+        session, tenant.company_id, limit=1)] == [second.id]
 
 
 # --- what the sweep picks up --------------------------------------------------------------------
@@ -407,6 +447,10 @@ def test_operator_dead_letters_and_replay_commands(app, session, tenant):
     assert runner.invoke(args=["webhooks", "dead-letters"]).output == "0 dead deliveries\n"
     missing = runner.invoke(args=["webhooks", "replay", recorded.id])
     assert missing.exit_code != 0 and "no dead deliveries" in missing.output
+    replays = session.scalars(select(AuditEvent).where(
+        AuditEvent.action == "webhook_event.replayed")).all()
+    assert [(e.company_id, e.target_id, e.actor_kind) for e in replays] == [
+        (tenant.company_id, recorded.id, "OPERATOR")]
 
 
 @pytest.mark.redis

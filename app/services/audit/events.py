@@ -17,8 +17,9 @@ ACTIONS = (
     "reward.adjusted", "credential.issued", "credential.rotated", "credential.revoked",
     "program.updated", "campaign.created", "campaign.updated", "campaign.ended",
     "store.created", "terminal.created", "terminal.updated", "webhook_endpoint.created",
-    "webhook_endpoint.deleted", "webhook_endpoint.secret_rotated", "staff.added",
-    "staff.role_changed", "staff.removed", "staff.signed_in", "staff.sign_in_failed",
+    "webhook_endpoint.deleted", "webhook_endpoint.secret_rotated", "webhook_event.replayed",
+    "staff.added", "staff.role_changed", "staff.removed", "staff.signed_in",
+    "staff.sign_in_failed",
 )
 
 

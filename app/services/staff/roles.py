@@ -16,7 +16,9 @@ MAY = {
     "program": {OWNER, MANAGER},
     "locations": {OWNER, MANAGER},
     "keys": {OWNER},
-    "webhooks": {OWNER},
+    # Managers too, as stores and the program: endpoints only reach hosts the operator allowed,
+    # and a manager already sees the customers the events speak of.
+    "webhooks": {OWNER, MANAGER},
     "staff": {OWNER},
     "audit": {OWNER},
 }

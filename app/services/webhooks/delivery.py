@@ -1,5 +1,6 @@
 """Deliveries: turning outbox events into one delivery per (event, endpoint), one attempt at a
-time, the retry timetable, the dead letters and their replay.
+time, the retry timetable, down to the dead letters. What became of them (the latest, the dead
+letters and their replay): app.services.webhooks.history.
 
 Delivery is at least once. An attempt is claimed by moving `next_attempt_at` past the
 attempt's longest possible run (a lease): a duplicate job, or the sweep, finds it not due
@@ -16,7 +17,6 @@ from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from app.models import OutboxEvent, WebhookDelivery, WebhookEndpoint
-from app.services.errors import NotFound
 from app.services.webhooks.endpoints import (ACTIVE, DISABLED, is_allowed, signing_secrets,
                                              url_host, wants)
 from app.services.webhooks.outbox import SEALED_FIELDS, forgotten, revealed
@@ -219,64 +219,6 @@ def _forget_sealed_fields(session: Session, company_id: str, event_id: str, even
         .where(OutboxEvent.company_id == company_id, OutboxEvent.id == event_id,
                ~unfinished.exists())
         .values(payload=forgotten(event_type, payload)).execution_options(synchronize_session=False))
-
-
-# --- dead letters -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class DeadLetter:
-    event_id: str
-    event_type: str
-    company_id: str
-    delivery_id: str
-    endpoint_id: str
-    url: str
-    attempts: int
-    last_status: int | None
-    last_error: str | None
-    created_at: datetime
-
-
-def dead_letters(session: Session, *, company_id: str | None = None,
-                 limit: int = 100) -> list[DeadLetter]:
-    query = (select(WebhookDelivery.event_id, OutboxEvent.type, WebhookDelivery.company_id,
-                    WebhookDelivery.id, WebhookDelivery.endpoint_id, WebhookEndpoint.url,
-                    WebhookDelivery.attempts, WebhookDelivery.last_status,
-                    WebhookDelivery.last_error,
-                    OutboxEvent.created_at)
-             .join(OutboxEvent, (OutboxEvent.company_id == WebhookDelivery.company_id)
-                   & (OutboxEvent.id == WebhookDelivery.event_id))
-             .join(WebhookEndpoint, (WebhookEndpoint.company_id == WebhookDelivery.company_id)
-                   & (WebhookEndpoint.id == WebhookDelivery.endpoint_id))
-             .where(WebhookDelivery.state == DEAD)
-             .order_by(OutboxEvent.created_at.desc(), WebhookDelivery.id).limit(limit))
-    if company_id is not None:
-        query = query.where(WebhookDelivery.company_id == company_id)
-    return [DeadLetter(*row) for row in session.execute(query)]
-
-
-def replay_event(session: Session, event_id: str, *, now: datetime) -> tuple[Ids, int]:
-    """Send the event's dead deliveries again, each with a fresh retry schedule. Returns the
-    (company_id, delivery_id) made PENDING, and how many were left because their endpoint is
-    no longer ACTIVE."""
-    dead = session.execute(
-        select(WebhookDelivery.company_id, WebhookDelivery.id, WebhookEndpoint.state)
-        .join(WebhookEndpoint, (WebhookEndpoint.company_id == WebhookDelivery.company_id)
-              & (WebhookEndpoint.id == WebhookDelivery.endpoint_id))
-        .where(WebhookDelivery.event_id == event_id, WebhookDelivery.state == DEAD)).all()
-    if not dead:
-        raise NotFound("dead delivery of that event")
-    revived = [(company_id, delivery_id)
-               for company_id, delivery_id, state in dead if state == ACTIVE]
-    if revived:
-        session.execute(
-            update(WebhookDelivery)
-            .where(tuple_(WebhookDelivery.company_id, WebhookDelivery.id).in_(revived),
-                   WebhookDelivery.state == DEAD)
-            .values(state=PENDING, attempts=0, next_attempt_at=now, last_error=None,
-                    last_status=None)
-            .execution_options(synchronize_session=False))
-    return revived, len(dead) - len(revived)
 
 
 def delivery_counts(session: Session) -> dict[str, int]:
