@@ -13,7 +13,7 @@ from app.portal.report_runs import default_period, read_query, report_slot
 from app.services.reports.ledger import ledger_movements
 from app.services.reports.liability import liability
 from app.services.reports.periods import DAY
-from app.services.reports.program import program_figures
+from app.services.reports.program import sales_figures
 from app.services.reports.registers import register_totals
 
 
@@ -25,7 +25,7 @@ def home():
         return render_template("portal/dashboard.html", errors=errors, form=shown), 422
     period = args["period"]
     with report_slot() as run:
-        figures = run(program_figures, period)
+        figures = run(sales_figures, period)
         days = run(ledger_movements, period, DAY)
         owed = run(liability, utcnow())
         stores = run(register_totals, period, "store", {})

@@ -3,13 +3,13 @@ with what would expire month by month."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from app.models import RewardAccount, RewardLot
-from app.services.reports.periods import MONTH, as_int, months_from, moscow_day, moscow_period, snapshot
+from app.services.reports.periods import as_int, months_from, moscow_day, moscow_midnight, snapshot
 
 MONTHS = 12
 
@@ -42,14 +42,19 @@ def liability(session: Session, company_id: str, now: datetime, *,
     expiring = dict.fromkeys(months, 0)
     rest = 0
     lots = RewardLot.__table__
-    month = moscow_period(lots.c.expires_at, MONTH)
-    for key, remaining in session.execute(
+    # The lot's month by its expiry against each month's first Moscow instant, bound once:
+    # writing each of a million open lots' expiry out in Moscow time to read its month made
+    # the report 1.0-1.3 s, against 0.7 s so. Before the next month's start: this month (or
+    # due already); at or after the thirteenth's: later; no expiry: never.
+    ends = [moscow_midnight(date.fromisoformat(f"{key}-01"))
+            for key in months_from(moscow_day(now), MONTHS + 1)[1:]]
+    month = case(*[(lots.c.expires_at < end, index) for index, end in enumerate(ends)],
+                 else_=MONTHS).label("month")
+    for index, remaining in session.execute(
             select(month, func.sum(lots.c.remaining))
             .where(lots.c.company_id == company_id, lots.c.remaining > 0).group_by(month)):
-        if key is not None and key < months[0]:
-            expiring[months[0]] += as_int(remaining)  # due already: expires at the next touch
-        elif key in expiring:
-            expiring[key] += as_int(remaining)
+        if index < MONTHS:
+            expiring[months[index]] += as_int(remaining)
         else:
             rest += as_int(remaining)
     return Liability(now, as_int(available), as_int(pending), as_int(reserved), positive,
