@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKeyConstraint, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import (ForeignKeyConstraint, Index, Integer, LargeBinary, String, Text,
+                        UniqueConstraint, text)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.database.engine import Base, UtcDateTime
@@ -52,7 +53,10 @@ class Quote(TenantMixin, Base):
     )
 
     checkout_session_id: Mapped[str] = mapped_column(String(36))
-    lines: Mapped[str] = mapped_column(Text)  # JSON: the request's lines and their catalog flags
+    # JSON: the request's lines and their catalog flags, read back by the commit; packed
+    # (app/services/wire.py), or, for quotes made before migration 0027, as text in `lines`.
+    packed_lines: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    lines: Mapped[str | None] = mapped_column(Text, nullable=True)
     redeem_cap: Mapped[int | None] = mapped_column(Money, nullable=True)
     total_amount: Mapped[int] = mapped_column(Money)
     redeemable: Mapped[int] = mapped_column(Money)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache, wraps
@@ -27,6 +26,7 @@ from app.models import IdempotencyRecord
 from app.models.idempotency import key_digest
 from app.services.errors import Conflict, InvalidField
 from app.services.unit_of_work import UnitOfWork
+from app.services.wire import packed, unpacked
 
 HEADER = "Idempotency-Key"
 REPLAY_HEADER = "Idempotent-Replayed"
@@ -147,7 +147,7 @@ def _replay(record, expected: str) -> Response:
     if record.status_code is None:
         raise Conflict("a request with this Idempotency-Key is still being processed",
                        code="idempotency_key_in_use")
-    body = record.response_body if record.answer is None else zlib.decompress(record.answer)
+    body = record.response_body if record.answer is None else unpacked(record.answer)
     response = Response(body, status=record.status_code, mimetype="application/json")
     response.headers[REPLAY_HEADER] = "true"
     return response
@@ -225,9 +225,7 @@ def idempotent(low: int, high: int, required: bool = True):
                     session.flush()
                 work.defer(_COMPLETE, {
                     **ident, "b_status_code": response.status_code, "b_fingerprint": expected,
-                    # Level 1: the answers are short, the next levels save a few bytes more
-                    # for several times the CPU.
-                    "b_answer": zlib.compress(response.get_data(), 1)})
+                    "b_answer": packed(response.get_data())})
             return response
 
         return wrapper
