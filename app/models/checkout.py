@@ -30,7 +30,11 @@ class CheckoutSession(TenantMixin, Base):
     references_company = False
     __table_args__ = (
         _customer_fk(),
-        Index("ix_checkout_sessions_expiry", "state", "expires_at"),
+        # The upkeep's sessions due to expire: only the live ones are in it (migration 0028),
+        # so a session's last move (to COMMITTED or EXPIRED) adds no entry.
+        Index("ix_checkout_sessions_expiry", "expires_at",
+              postgresql_where=text("state IN ('OPEN', 'HELD')"),
+              sqlite_where=text("state IN ('OPEN', 'HELD')")),
     )
 
     external_receipt_id: Mapped[str] = mapped_column(String(128))
@@ -71,7 +75,10 @@ class Hold(TenantMixin, Base):
     __table_args__ = (
         _customer_fk(),
         Index("ix_holds_session", "company_id", "checkout_session_id"),
-        Index("ix_holds_expiry", "state", "expires_at"),
+        # The upkeep's holds due to expire, and the ledger check's active holds: only the
+        # active ones are in it (migration 0028), so a hold's capture adds no entry.
+        Index("ix_holds_expiry", "expires_at", postgresql_where=text("state = 'ACTIVE'"),
+              sqlite_where=text("state = 'ACTIVE'")),
     )
 
     checkout_session_id: Mapped[str] = mapped_column(String(36))
