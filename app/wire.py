@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -20,6 +21,16 @@ _DECIMAL = re.compile(r"(-?)([0-9]+)(?:\.([0-9]+))?")
 # Bodies and the documents stored for them: compact JSON, text as it is. The encoder is made
 # once; json.dumps with options makes one a call.
 compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def packed(data: bytes) -> bytes:
+    """A document kept only to be read back (a quote's lines, an idempotent request's answer),
+    as stored: zlib at level 1. Every stored byte is WAL (docs/performance.md, "The database's
+    share of a checkout"); the next levels save a few bytes more for several times the CPU."""
+    return zlib.compress(data, 1)
+
+
+unpacked = zlib.decompress  # bytes from `packed`
 
 
 def _parse_fixed(text: object, *, places: int, int_digits: int, example: str) -> int:

@@ -21,6 +21,8 @@ from datetime import datetime, timedelta
 import psycopg2
 from sqlalchemy import event
 
+from app.models.idempotency import DIGEST_BYTES
+
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 STEPS = ("open", "quote", "hold", "commit", "return")
 
@@ -151,12 +153,15 @@ class Replayer:
         self.ids = CapturedIds(trace, stable)
 
     def _value(self, value, fresh: dict, shift: timedelta):
+        if isinstance(value, psycopg2.Binary) and len(value.adapted) == DIGEST_BYTES:
+            # An idempotency record's key digest: this checkout's key is new, so is its digest.
+            return fresh.setdefault(value.adapted, psycopg2.Binary(uuid.uuid4().bytes))
         if isinstance(value, str):
             if value in fresh:
                 return fresh[value]
             if len(value) > 40 and ("{" in value or "[" in value):  # JSON carrying ids
                 for old, new in fresh.items():
-                    if old in value:
+                    if isinstance(old, str) and old in value:
                         value = value.replace(old, new)
             return value
         if isinstance(value, datetime):

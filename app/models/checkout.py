@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKeyConstraint, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import (ForeignKeyConstraint, Index, Integer, LargeBinary, String, Text,
+                        UniqueConstraint, text)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.database.engine import Base, UtcDateTime
@@ -29,7 +30,11 @@ class CheckoutSession(TenantMixin, Base):
     references_company = False
     __table_args__ = (
         _customer_fk(),
-        Index("ix_checkout_sessions_expiry", "state", "expires_at"),
+        # The upkeep's sessions due to expire: only the live ones are in it (migration 0028),
+        # so a session's last move (to COMMITTED or EXPIRED) adds no entry.
+        Index("ix_checkout_sessions_expiry", "expires_at",
+              postgresql_where=text("state IN ('OPEN', 'HELD')"),
+              sqlite_where=text("state IN ('OPEN', 'HELD')")),
     )
 
     external_receipt_id: Mapped[str] = mapped_column(String(128))
@@ -52,7 +57,10 @@ class Quote(TenantMixin, Base):
     )
 
     checkout_session_id: Mapped[str] = mapped_column(String(36))
-    lines: Mapped[str] = mapped_column(Text)  # JSON: the request's lines and their catalog flags
+    # JSON: the request's lines and their catalog flags, read back by the commit; packed
+    # (app/wire.py), or, for quotes made before migration 0027, as text in `lines`.
+    packed_lines: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    lines: Mapped[str | None] = mapped_column(Text, nullable=True)
     redeem_cap: Mapped[int | None] = mapped_column(Money, nullable=True)
     total_amount: Mapped[int] = mapped_column(Money)
     redeemable: Mapped[int] = mapped_column(Money)
@@ -67,7 +75,10 @@ class Hold(TenantMixin, Base):
     __table_args__ = (
         _customer_fk(),
         Index("ix_holds_session", "company_id", "checkout_session_id"),
-        Index("ix_holds_expiry", "state", "expires_at"),
+        # The upkeep's holds due to expire, and the ledger check's active holds: only the
+        # active ones are in it (migration 0028), so a hold's capture adds no entry.
+        Index("ix_holds_expiry", "expires_at", postgresql_where=text("state = 'ACTIVE'"),
+              sqlite_where=text("state = 'ACTIVE'")),
     )
 
     checkout_session_id: Mapped[str] = mapped_column(String(36))

@@ -23,8 +23,10 @@ from sqlalchemy.exc import IntegrityError
 from app.web.bodies import json_body, raw_body
 from app.database.engine import conflict_insert, request_session, utcnow
 from app.models import IdempotencyRecord
+from app.models.idempotency import key_digest
 from app.services.errors import Conflict, InvalidField
 from app.services.unit_of_work import UnitOfWork
+from app.wire import packed, unpacked
 
 HEADER = "Idempotency-Key"
 REPLAY_HEADER = "Idempotent-Replayed"
@@ -34,19 +36,23 @@ SECRET_SHOWN_ONCE = ("the answer holds a secret shown once, so it is never store
                      "send this request without Idempotency-Key")
 
 _RECORDS = IdempotencyRecord.__table__
+# Found by the primary key (company, digest of operation and key); the operation and the key
+# themselves are compared too, so a record is only ever its own key's.
 _IDENT = (_RECORDS.c.company_id == bindparam("b_company_id"),
+          _RECORDS.c.key_digest == bindparam("b_key_digest"),
           _RECORDS.c.operation == bindparam("b_operation"), _RECORDS.c.key == bindparam("b_key"))
-_FIND = select(_RECORDS.c.fingerprint, _RECORDS.c.status_code, _RECORDS.c.response_body,
+_RECORD_KEY = [_RECORDS.c.company_id, _RECORDS.c.key_digest]
+_FIND = select(_RECORDS.c.fingerprint, _RECORDS.c.status_code, _RECORDS.c.answer,
+               _RECORDS.c.response_body,
                _RECORDS.c.created_at).where(*_IDENT)
 _FORGET = delete(_RECORDS).where(*_IDENT)
 _BEGIN = insert(_RECORDS)
 _CLAIM = {name: conflict_insert(name, _RECORDS)
-          .on_conflict_do_nothing(index_elements=[_RECORDS.c.company_id, _RECORDS.c.operation,
-                                                  _RECORDS.c.key])
+          .on_conflict_do_nothing(index_elements=_RECORD_KEY)
           .returning(_RECORDS.c.key)
           for name in ("postgresql", "sqlite")}
 _COMPLETE = update(_RECORDS).where(*_IDENT).values(status_code=bindparam("b_status_code"),
-                                                   response_body=bindparam("b_response_body"),
+                                                   answer=bindparam("b_answer"),
                                                    fingerprint=bindparam("b_fingerprint"))
 
 
@@ -70,7 +76,8 @@ class Claim:
     claimed: bool = False
 
     def params(self) -> dict:
-        return {"c_operation": self.operation, "c_key": self.key,
+        return {"c_key_digest": key_digest(self.operation, self.key),
+                "c_operation": self.operation, "c_key": self.key,
                 "c_fingerprint": NO_FINGERPRINT, "c_now": self.now}
 
     @staticmethod
@@ -81,16 +88,16 @@ class Claim:
         holder = lookup.cte("holder")
         record = select(holder.c.company_id,
                         *(cast(bindparam(name, type_=column.type), column.type)
-                          for name, column in (("c_operation", _RECORDS.c.operation),
+                          for name, column in (("c_key_digest", _RECORDS.c.key_digest),
+                                               ("c_operation", _RECORDS.c.operation),
                                                ("c_key", _RECORDS.c.key),
                                                ("c_fingerprint", _RECORDS.c.fingerprint),
                                                ("c_now", _RECORDS.c.created_at)))
                         ).where(holder.c.revoked_at.is_(None))
         claimed = (postgresql.insert(_RECORDS)
-                   .from_select(["company_id", "operation", "key", "fingerprint", "created_at"],
-                                record)
-                   .on_conflict_do_nothing(index_elements=[_RECORDS.c.company_id,
-                                                           _RECORDS.c.operation, _RECORDS.c.key])
+                   .from_select(["company_id", "key_digest", "operation", "key", "fingerprint",
+                                 "created_at"], record)
+                   .on_conflict_do_nothing(index_elements=_RECORD_KEY)
                    .returning(_RECORDS.c.key).cte("claimed"))
         return select(holder, exists(select(claimed.c.key)).label("claimed"))
 
@@ -140,7 +147,8 @@ def _replay(record, expected: str) -> Response:
     if record.status_code is None:
         raise Conflict("a request with this Idempotency-Key is still being processed",
                        code="idempotency_key_in_use")
-    response = Response(record.response_body, status=record.status_code, mimetype="application/json")
+    body = record.response_body if record.answer is None else unpacked(record.answer)
+    response = Response(body, status=record.status_code, mimetype="application/json")
     response.headers[REPLAY_HEADER] = "true"
     return response
 
@@ -177,12 +185,14 @@ def idempotent(low: int, high: int, required: bool = True):
             operation = f"{req.method} {route}"
             expected = fingerprint(req, route)
             company_id = state.company_id
-            ident = {"b_company_id": company_id, "b_operation": operation, "b_key": key}
+            digest = key_digest(operation, key)
+            ident = {"b_company_id": company_id, "b_key_digest": digest, "b_operation": operation,
+                     "b_key": key}
             ttl = timedelta(seconds=app.config["SETTINGS"].idempotency_ttl)
             ahead = state.pop("claim", None)  # taken with the key's lookup (Claim), or not
             now = utcnow() if ahead is None else ahead.now
-            claim = {"company_id": company_id, "operation": operation, "key": key,
-                     "fingerprint": expected, "status_code": None, "response_body": None,
+            claim = {"company_id": company_id, "key_digest": digest, "operation": operation,
+                     "key": key, "fingerprint": expected, "status_code": None, "answer": None,
                      "created_at": now}
             if ahead is not None:
                 claimed = ahead.claimed
@@ -215,7 +225,7 @@ def idempotent(low: int, high: int, required: bool = True):
                     session.flush()
                 work.defer(_COMPLETE, {
                     **ident, "b_status_code": response.status_code, "b_fingerprint": expected,
-                    "b_response_body": response.get_data(as_text=True)})
+                    "b_answer": packed(response.get_data())})
             return response
 
         return wrapper

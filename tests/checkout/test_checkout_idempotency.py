@@ -1,7 +1,11 @@
 """Every checkout operation replays on a retried Idempotency-Key (docs/api.md#idempotency): the same
 answer, `Idempotent-Replayed: true`, and exactly one effect."""
-import pytest
+import zlib
 
+import pytest
+from sqlalchemy import select, update
+
+from app.models import IdempotencyRecord
 from tests.checkout.conftest import line
 
 RECEIPT = [line("1", "100.00", quantity="2"), line("2", "50.00")]
@@ -78,3 +82,22 @@ def test_every_checkout_operation_declares_the_range(app):
             ("checkout:write", None),
         ("POST", "/v1/sales/<sale_id>/returns"): keyed,
     }
+
+
+def test_answers_are_kept_compressed_and_one_kept_as_text_before_still_replays(register, shop,
+                                                                               idem):
+    customer, key = shop.customer(), idem()
+    body = {"externalReceiptId": "R-text", "customerId": customer}
+    first = register.call("POST", "/v1/checkout-sessions", body, key=key, expect=201)
+
+    def as_stored_before_compression(session):
+        record = IdempotencyRecord
+        answer = session.scalar(select(record.answer).where(record.key == key))
+        assert zlib.decompress(answer) == first.get_data()
+        session.execute(update(record).where(record.key == key).values(
+            answer=None, response_body=zlib.decompress(answer).decode("utf-8")))
+    shop.arrange(as_stored_before_compression)
+
+    again = register.call("POST", "/v1/checkout-sessions", body, key=key, expect=201)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.get_data() == first.get_data()

@@ -1,4 +1,4 @@
-"""Migration 0025: the index the back office reads a company's latest deliveries by comes (and
+"""Migration 0029: the index the back office reads a company's latest deliveries by comes (and
 goes on the way down)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sqlalchemy import inspect
 from app.database.engine import make_engine
 from app.database.migrate import alembic_config, upgrade
 
-REVISION = "0025_deliveries_by_company"
+REVISION = "0029_deliveries_by_company"
 INDEX = "ix_webhook_deliveries_company_recent"
 
 

@@ -33,10 +33,10 @@ _INSERT_HOLD = insert(HOLDS)
 
 # Upkeep: candidates are read without locks; each is then locked alone, skipping any a
 # request holds right now (the next run takes it), so the job never waits on the register.
-_HOLDS_DUE = (select(HOLDS.c.company_id, HOLDS.c.checkout_session_id)
+HOLDS_DUE = (select(HOLDS.c.company_id, HOLDS.c.checkout_session_id)
               .where(HOLDS.c.state == ACTIVE, HOLDS.c.expires_at <= bindparam("now"))
               .order_by(HOLDS.c.expires_at).limit(bindparam("limit")))
-_SESSIONS_DUE = (select(SESSIONS.c.company_id, SESSIONS.c.id)
+SESSIONS_DUE = (select(SESSIONS.c.company_id, SESSIONS.c.id)
                  .where(SESSIONS.c.state.in_((OPEN, HELD)),
                         SESSIONS.c.expires_at <= bindparam("now"))
                  .order_by(SESSIONS.c.expires_at).limit(bindparam("limit")))
@@ -147,7 +147,7 @@ def expire_holds(session: Session, now: datetime, limit: int = 200) -> int:
     """Periodic: release holds whose time is up (emits checkout.hold.expired)."""
     work = UnitOfWork.of(session)
     expired = 0
-    for company_id, session_id in work.run(_HOLDS_DUE, {"now": now, "limit": limit}).all():
+    for company_id, session_id in work.run(HOLDS_DUE, {"now": now, "limit": limit}).all():
         locked = work.run(_LOCK_SESSION, _key(company_id, session_id)).first()
         if locked is None or locked.state != HELD:
             continue
@@ -166,7 +166,7 @@ def expire_sessions(session: Session, now: datetime, limit: int = 200) -> int:
     """Periodic: sessions left uncommitted past SESSION_TTL become EXPIRED, releasing their hold."""
     work = UnitOfWork.of(session)
     count = 0
-    due = work.run(_SESSIONS_DUE, {"now": now, "limit": limit}).all()
+    due = work.run(SESSIONS_DUE, {"now": now, "limit": limit}).all()
     for company_id, session_id in due:
         locked = work.run(_LOCK_SESSION, _key(company_id, session_id)).first()
         if locked is None or locked.state not in (OPEN, HELD) or locked.expires_at > now:

@@ -17,7 +17,7 @@ from app.services.errors import Conflict
 from app.services.program import matching
 from app.services.rewards import bonuses, expiry, ledger, spend, tiers
 from app.services.unit_of_work import UnitOfWork
-from app.wire import compact_json
+from app.wire import compact_json, packed
 
 # Quotes
 
@@ -122,7 +122,7 @@ def quote_receipt(session: Session, company_id: str, session_id: str, *, lines: 
         for line, item in zip(lines, receipt)]}
     work.defer(INSERT_QUOTE, {
         "company_id": company_id, "id": quote_id, "checkout_session_id": session_id,
-        "lines": compact_json(stored),
+        "packed_lines": packed(compact_json(stored).encode("utf-8")),
         "redeem_cap": redeem_amount, "total_amount": priced.total_amount,
         "redeemable": priced.redeemable, "discount": priced.discount, "accrual": priced.accrual,
         "restriction_reason": reason, "created_at": now})

@@ -22,6 +22,7 @@ from app.services.errors import Conflict, NotFound, conflict_of_constraint
 from app.services.rewards import bounds, ledger, lots, spend, tiers
 from app.services.unit_of_work import UnitOfWork
 from app.services.webhooks.outbox import record_event
+from app.wire import unpacked
 
 # Commit
 
@@ -63,7 +64,8 @@ def commit_sale(session: Session, company_id: str, session_id: str, *, quote_id:
     # A move by old sales leaving is noticed with the sale's own, once, after sale.committed.
     spend_before = spend.refresh_for_notice(work, account, now)
 
-    quote = json.loads(ctx.quote_lines)
+    quote = json.loads(ctx.quote_lines if ctx.quote_packed_lines is None
+                       else unpacked(ctx.quote_packed_lines))
     lines = quote["lines"]
     # The tier is decided again here, on the spend before this sale (the sale that crosses a
     # threshold earns at the old rate); the campaigns are those the quote showed.

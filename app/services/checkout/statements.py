@@ -55,6 +55,7 @@ CONTEXT = (
            _PROGRAMS.c.tier_window_version, _PROGRAMS.c.campaigns_version,
            _SUBSCRIPTIONS.c.status, _SUBSCRIPTIONS.c.access_until,
            QUOTES.c.id.label("quote_id"), QUOTES.c.lines.label("quote_lines"),
+           QUOTES.c.packed_lines.label("quote_packed_lines"),
            QUOTES.c.discount.label("quote_discount"),
            _of_session(_TERMINALS.c.state, _OF_SESSION_COMPANY[_TERMINALS],
                        _TERMINALS.c.id == SESSIONS.c.terminal_id).label("terminal_state"),

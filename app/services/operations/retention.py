@@ -82,12 +82,12 @@ def purge_idempotency_records(session: Session, *, before: datetime, limit: int 
     """Delete up to `limit` idempotency records created before `before`."""
     records = IdempotencyRecord
     chosen = [tuple(row) for row in session.execute(
-        select(records.company_id, records.operation, records.key)
+        select(records.company_id, records.key_digest)
         .where(records.created_at < before).limit(limit))]
     if not chosen:
         return 0
     return session.execute(
         delete(records)
-        .where(tuple_(records.company_id, records.operation, records.key).in_(chosen),
+        .where(tuple_(records.company_id, records.key_digest).in_(chosen),
                records.created_at < before)
         .execution_options(synchronize_session=False)).rowcount

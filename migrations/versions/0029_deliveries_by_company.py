@@ -5,13 +5,13 @@ history.latest_deliveries): with (company_id, created_at, id) it reads the page'
 others, in their order; without it, every delivery the company has. Built CONCURRENTLY on
 PostgreSQL, so the worker's delivery bookkeeping goes on meanwhile.
 
-Revision ID: 0025_deliveries_by_company
-Revises: 0024_checkout_database_share
+Revision ID: 0029_deliveries_by_company
+Revises: 0028_expiry_indexes_partial
 """
 from alembic import op
 
-revision = "0025_deliveries_by_company"
-down_revision = "0024_checkout_database_share"
+revision = "0029_deliveries_by_company"
+down_revision = "0028_expiry_indexes_partial"
 branch_labels = None
 depends_on = None
 
