@@ -37,20 +37,19 @@ graceful_timeout = 30
 # host; we do not use it.
 control_socket_disable = True
 # gunicorn's own lines (start, workers booting and dying, a request it could not parse) as JSON
-# through the app's formatter, on the handler the app's loggers use too, each through a filter
-# that leaves out what the client sent (app.web.logs.SecretsMasked: a card token, a gift-card code
+# through the app's formatter, on the handler the app's loggers use too, whose filter leaves
+# out what the client sent (app.web.logs.SecretsMasked: a card token, a gift-card code
 # or a key may be in the path or a header). No access log: the app logs each request once, by
 # route template, where gunicorn's line would carry the raw path.
 logconfig_dict = {
     "root": {"level": "INFO", "handlers": ["json"]},
     "loggers": {
-        "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True,
-                           "filters": ["secrets_masked"]},
+        "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
         "gunicorn.access": {"level": "CRITICAL", "handlers": [], "propagate": False},
     },
     "filters": {"secrets_masked": {"()": "app.web.logs.SecretsMasked"}},
     "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json",
-                          "stream": "ext://sys.stderr"}},
+                          "filters": ["secrets_masked"], "stream": "ext://sys.stderr"}},
     "formatters": {"json": {"()": "app.web.logs.JsonFormatter"}},
 }
 

@@ -49,8 +49,8 @@ class SecretsMasked(logging.Filter):
     token>`) and its traceback — and gunicorn's own lines about a request lose what they quote
     of it. The `fields` of our request lines are left: they hold the route's template and ids,
     never the path. The record itself is changed, so every handler after this one sees it
-    masked too. On every JSON handler (configure_logging) and on gunicorn's error logger
-    (app/serving.py), where a request gunicorn could not parse is told of."""
+    masked too. On every JSON handler: the one app/serving.py gives gunicorn, which
+    configure_logging finds already filtered, or the one configure_logging adds."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         _without_request_text(record)
@@ -78,7 +78,7 @@ def _without_request_text(record: logging.LogRecord) -> None:
     method alone, as no pattern can know every secret a malformed line may carry."""
     if not isinstance(record.msg, str):
         return
-    if record.msg.startswith("Invalid request from ") and not record.msg.endswith(_NOT_SHOWN):
+    if record.msg.startswith("Invalid request from "):
         source, _, error = record.getMessage().partition(": ")
         kind = re.split(r"['\":]", error, maxsplit=1)[0].strip()
         record.msg, record.args = f"{source}: {kind} {_NOT_SHOWN}", ()
@@ -113,7 +113,6 @@ QUIETER_LIBRARIES = ("httpx", "httpcore", "hpack", "h2", "alembic")
 
 
 _METHOD = re.compile(r"[A-Z][A-Z-]{0,19}")
-# A record passes the filter twice in gunicorn's worker (its logger's, then the JSON handler's).
 _NOT_SHOWN = "(what was sent is not shown)"
 
 
