@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.config import normalise_database_url  # noqa: E402
+from app.config import DEFAULT_WEB_THREADS, normalise_database_url  # noqa: E402
 from testbed.ports import free_port  # noqa: E402
 
 SERVER_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -110,36 +110,40 @@ def gunicorn_process(database_url: str, workers: int | None = None, *, tree: Pat
     command = [*wrapper, sys.executable, "-m", "gunicorn", "--config", config, *serving,
                "-b", f"127.0.0.1:{port}", *(("-w", str(workers)) if workers else ()),
                "--log-level", "warning"]
-    process = subprocess.Popen(command, cwd=tree, env=environment(database_url, **env),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until_serving(port, timeout=600 if wrapper else 30)
+    with _serving(command, port, tree, environment(database_url, **env),
+                  slow=bool(wrapper)) as process:
         yield port, process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60 if wrapper else 30)
 
 
 @contextmanager
-def granian(database_url: str, workers: int | None = None, threads: int = 2, **env):
+def granian(database_url: str, workers: int | None = None, **env):
     """The app served by granian (its WSGI interface, HTTP parsed outside Python) instead of
-    the Procfile's gunicorn: `workers` processes (None: 3, as app/serving.py) of `threads`
-    blocking threads, so the two servers are compared at the same concurrency."""
+    the Procfile's gunicorn, at the same concurrency: `workers` processes (None: 3, as
+    app/serving.py) of the web's threads each (app.config.DEFAULT_WEB_THREADS)."""
     port = free_port()
-    with tempfile.TemporaryDirectory(prefix="bench-granian-metrics-") as metrics:
-        command = [sys.executable, "-m", "granian", "--interface", "wsgi", "--no-ws",
-                   "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers or 3),
-                   "--blocking-threads", str(threads), "--log-level", "warning", "wsgi:app"]
-        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL,
-                                   env=environment(database_url, PROMETHEUS_MULTIPROC_DIR=metrics,
-                                                   **env))
-        try:
-            wait_until_serving(port)
-            yield port
-        finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=30)
+    command = [sys.executable, "-m", "granian", "--interface", "wsgi", "--no-ws",
+               "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers or 3),
+               "--blocking-threads", str(DEFAULT_WEB_THREADS), "--log-level", "warning",
+               "wsgi:app"]
+    # gunicorn's settings give the metrics their directory (app/serving.py); granian has none.
+    with tempfile.TemporaryDirectory(prefix="bench-granian-metrics-") as metrics, \
+            _serving(command, port, ROOT,
+                     environment(database_url, PROMETHEUS_MULTIPROC_DIR=metrics, **env)):
+        yield port
+
+
+@contextmanager
+def _serving(command: list[str], port: int, tree: Path, env: dict, *, slow: bool = False):
+    """A server's process until it answers on `port`, stopped with SIGTERM on the way out; a
+    slow one (under callgrind) is given ten minutes to start."""
+    process = subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        wait_until_serving(port, timeout=600 if slow else 30)
+        yield process
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60 if slow else 30)
 
 
 @dataclass
